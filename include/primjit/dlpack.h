@@ -1,0 +1,20 @@
+// Helpers for DLPack tensors (DLTensor), the exchange format primjit accepts and produces.
+#pragma once
+
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <string>
+
+namespace primjit {
+
+/// TVM-style dtype name: "float32", "int8", "uint1" is "bool", "bfloat16", "float16x4".
+std::string dtype_name(DLDataType dtype);
+/// Product of the shape (1 for a 0-d tensor).
+int64_t num_elements(const DLTensor& tensor);
+/// True when the elements are densely packed in row-major order (strides null or compact).
+bool is_compact(const DLTensor& tensor);
+/// Human-readable summary used in error messages: "float32[2, 3] on cpu".
+std::string describe(const DLTensor& tensor);
+
+}  // namespace primjit

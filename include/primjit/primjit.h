@@ -1,0 +1,8 @@
+// Umbrella header: everything a primjit user needs.
+#pragma once
+
+#include "primjit/dlpack.h"
+#include "primjit/error.h"
+#include "primjit/log.h"
+#include "primjit/toolchain.h"
+#include "primjit/version.h"

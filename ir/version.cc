@@ -1,0 +1,7 @@
+#include "primjit/version.h"
+
+namespace primjit {
+
+const char* version() { return PRIMJIT_VERSION_STRING; }
+
+}  // namespace primjit

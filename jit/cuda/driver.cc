@@ -1,0 +1,245 @@
+#include "jit/cuda/driver.h"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <dlfcn.h>
+
+#include <map>
+#include <mutex>
+
+#include "primjit/error.h"
+#include "primjit/log.h"
+
+namespace primjit::jit {
+namespace {
+
+// Every driver entry point primjit uses, with the ABI version of the prototype (the PFN_*
+// suffix). Asking for CUDA_VERSION instead would silently switch some calls to newer ABIs.
+#define PRIMJIT_CUDA_ENTRY_POINTS(X)  \
+  X(cuGetErrorName, 6000)             \
+  X(cuGetErrorString, 6000)           \
+  X(cuInit, 2000)                     \
+  X(cuDriverGetVersion, 2020)         \
+  X(cuDeviceGetCount, 2000)           \
+  X(cuDeviceGet, 2000)                \
+  X(cuDeviceGetName, 2000)            \
+  X(cuDeviceGetAttribute, 2000)       \
+  X(cuDevicePrimaryCtxRetain, 7000)   \
+  X(cuDevicePrimaryCtxRelease, 11000) \
+  X(cuCtxSetCurrent, 4000)            \
+  X(cuCtxSynchronize, 2000)           \
+  X(cuModuleLoadData, 2000)           \
+  X(cuModuleUnload, 2000)             \
+  X(cuModuleGetFunction, 2000)        \
+  X(cuLaunchKernel, 4000)             \
+  X(cuMemAlloc, 3020)                 \
+  X(cuMemFree, 3020)                  \
+  X(cuMemcpyHtoD, 3020)               \
+  X(cuMemcpyDtoH, 3020)
+
+constexpr const char* kNoDriver = "no CUDA driver: ";
+constexpr const char* kHint =
+    ". The 'cuda' target needs the NVIDIA driver (libcuda.so.1); on machines without a GPU use "
+    "the 'llvm' or 'emu' target";
+
+}  // namespace
+
+struct CudaDriver::Api {
+  void* library = nullptr;
+  std::string library_name;
+  PFN_cuGetProcAddress_v12000 get_proc = nullptr;
+#define PRIMJIT_DECLARE(name, ver) PFN_##name##_v##ver name = nullptr;
+  PRIMJIT_CUDA_ENTRY_POINTS(PRIMJIT_DECLARE)
+#undef PRIMJIT_DECLARE
+
+  std::mutex context_mutex;
+  std::map<int, CUcontext> contexts;  // retained primary contexts by device ordinal
+
+  ~Api() {
+    for (auto& [ordinal, context] : contexts) {
+      CUdevice device;
+      if (cuDeviceGet(&device, ordinal) == CUDA_SUCCESS) cuDevicePrimaryCtxRelease(device);
+    }
+    if (library != nullptr) dlclose(library);
+  }
+
+  std::string describe(CUresult result) const {
+    const char* name = nullptr;
+    const char* text = nullptr;
+    if (cuGetErrorName != nullptr) cuGetErrorName(result, &name);
+    if (cuGetErrorString != nullptr) cuGetErrorString(result, &text);
+    std::string out = name != nullptr ? name : "CUresult " + std::to_string(result);
+    if (text != nullptr) out += std::string(" (") + text + ")";
+    return out;
+  }
+
+  // The one checked wrapper all driver calls go through.
+  void check(CUresult result, const char* call) const {
+    PRIMJIT_USER_CHECK(result == CUDA_SUCCESS)
+        << "CUDA driver call " << call << " failed: " << describe(result);
+  }
+
+  template <typename F>
+  void resolve(const char* name, int version, F* function) {
+    void* pointer = nullptr;
+    CUdriverProcAddressQueryResult status{};
+    CUresult result = get_proc(name, &pointer, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);
+    PRIMJIT_USER_CHECK(result != CUDA_ERROR_STUB_LIBRARY)
+        << kNoDriver << "'" << library_name
+        << "' is the CUDA toolkit's stub library (CUDA_ERROR_STUB_LIBRARY), not a driver" << kHint;
+    PRIMJIT_USER_CHECK(result == CUDA_SUCCESS && status == CU_GET_PROC_ADDRESS_SUCCESS &&
+                       pointer != nullptr)
+        << kNoDriver << "the driver in '" << library_name << "' does not provide " << name
+        << " (ABI version " << version << "); update the NVIDIA driver";
+    *function = reinterpret_cast<F>(pointer);
+  }
+
+  void open(const std::string& name) {
+    library_name = name;
+    library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) {
+      const char* reason = dlerror();
+      PRIMJIT_USER_ERROR() << kNoDriver << "cannot load '" << name << "' ("
+                           << (reason != nullptr ? reason : "unknown reason") << ")" << kHint;
+    }
+    get_proc = reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(library, "cuGetProcAddress_v2"));
+    PRIMJIT_USER_CHECK(get_proc != nullptr)
+        << kNoDriver << "'" << name
+        << "' has no cuGetProcAddress_v2; the driver is older than CUDA 12.0, update it";
+#define PRIMJIT_RESOLVE(name, ver) resolve(#name, ver, &name);
+    PRIMJIT_CUDA_ENTRY_POINTS(PRIMJIT_RESOLVE)
+#undef PRIMJIT_RESOLVE
+    CUresult result = cuInit(0);
+    PRIMJIT_USER_CHECK(result == CUDA_SUCCESS)
+        << kNoDriver << "cuInit failed with " << describe(result) << kHint;
+  }
+};
+
+CudaDriver::CudaDriver(std::unique_ptr<Api> api) : api_(std::move(api)) {}
+CudaDriver::~CudaDriver() = default;
+
+std::unique_ptr<CudaDriver> CudaDriver::load(const std::string& library) {
+  auto api = std::make_unique<Api>();
+  api->open(library);
+  PRIMJIT_LOG_INFO << "loaded CUDA driver " << library;
+  return std::unique_ptr<CudaDriver>(new CudaDriver(std::move(api)));
+}
+
+CudaDriver* CudaDriver::try_get(std::string* reason) {
+  // Loaded once; a failure is remembered so every caller gets the same answer cheaply.
+  static CudaDriver* instance = nullptr;
+  static std::string failure;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    try {
+      instance = load("libcuda.so.1").release();  // lives for the whole process
+    } catch (const Error& error) {
+      failure = error.what();
+      PRIMJIT_LOG_INFO << failure;
+    }
+  });
+  if (instance == nullptr && reason != nullptr) *reason = failure;
+  return instance;
+}
+
+CudaDriver& CudaDriver::get() {
+  std::string reason;
+  CudaDriver* driver = try_get(&reason);
+  PRIMJIT_USER_CHECK(driver != nullptr) << reason;
+  return *driver;
+}
+
+int CudaDriver::version() const {
+  int value = 0;
+  api_->check(api_->cuDriverGetVersion(&value), "cuDriverGetVersion");
+  return value;
+}
+
+int CudaDriver::device_count() const {
+  int count = 0;
+  api_->check(api_->cuDeviceGetCount(&count), "cuDeviceGetCount");
+  return count;
+}
+
+DeviceInfo CudaDriver::device_info(int ordinal) const {
+  int count = device_count();
+  PRIMJIT_USER_CHECK(ordinal >= 0 && ordinal < count)
+      << "CUDA device " << ordinal << " does not exist; this machine has " << count;
+  CUdevice device;
+  api_->check(api_->cuDeviceGet(&device, ordinal), "cuDeviceGet");
+  DeviceInfo info;
+  info.ordinal = ordinal;
+  char name[256] = {};
+  api_->check(api_->cuDeviceGetName(name, sizeof(name) - 1, device), "cuDeviceGetName");
+  info.name = name;
+  auto attribute = [&](CUdevice_attribute which, const char* what) {
+    int value = 0;
+    api_->check(api_->cuDeviceGetAttribute(&value, which, device), what);
+    return value;
+  };
+  info.cc_major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "cuDeviceGetAttribute");
+  info.cc_minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "cuDeviceGetAttribute");
+  info.multiprocessors =
+      attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "cuDeviceGetAttribute");
+  info.max_shared_per_block_optin = static_cast<size_t>(
+      attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "cuDeviceGetAttribute"));
+  return info;
+}
+
+void CudaDriver::make_current(int ordinal) {
+  std::lock_guard<std::mutex> lock(api_->context_mutex);
+  auto it = api_->contexts.find(ordinal);
+  if (it == api_->contexts.end()) {
+    CUdevice device;
+    api_->check(api_->cuDeviceGet(&device, ordinal), "cuDeviceGet");
+    CUcontext context = nullptr;
+    api_->check(api_->cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
+    it = api_->contexts.emplace(ordinal, context).first;
+  }
+  api_->check(api_->cuCtxSetCurrent(it->second), "cuCtxSetCurrent");
+}
+
+DevicePtr CudaDriver::alloc(size_t bytes) {
+  CUdeviceptr pointer = 0;
+  api_->check(api_->cuMemAlloc(&pointer, bytes), "cuMemAlloc");
+  return pointer;
+}
+
+void CudaDriver::free(DevicePtr pointer) { api_->check(api_->cuMemFree(pointer), "cuMemFree"); }
+
+void CudaDriver::copy_to_device(DevicePtr destination, const void* source, size_t bytes) {
+  api_->check(api_->cuMemcpyHtoD(destination, source, bytes), "cuMemcpyHtoD");
+}
+
+void CudaDriver::copy_to_host(void* destination, DevicePtr source, size_t bytes) {
+  api_->check(api_->cuMemcpyDtoH(destination, source, bytes), "cuMemcpyDtoH");
+}
+
+CUmod_st* CudaDriver::load_module(const std::string& image) {
+  CUmodule module = nullptr;
+  api_->check(api_->cuModuleLoadData(&module, image.data()), "cuModuleLoadData");
+  return module;
+}
+
+void CudaDriver::unload_module(CUmod_st* module) {
+  api_->check(api_->cuModuleUnload(module), "cuModuleUnload");
+}
+
+CUfunc_st* CudaDriver::function(CUmod_st* module, const std::string& name) {
+  CUfunction function = nullptr;
+  CUresult result = api_->cuModuleGetFunction(&function, module, name.c_str());
+  PRIMJIT_USER_CHECK(result == CUDA_SUCCESS)
+      << "kernel '" << name << "' is not in the loaded module: " << api_->describe(result);
+  return function;
+}
+
+void CudaDriver::launch(CUfunc_st* function, Dim3 grid, Dim3 block, unsigned dynamic_shared_bytes,
+                        void** args, CUstream_st* stream) {
+  api_->check(api_->cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                   dynamic_shared_bytes, stream, args, nullptr),
+              "cuLaunchKernel");
+}
+
+void CudaDriver::synchronize() { api_->check(api_->cuCtxSynchronize(), "cuCtxSynchronize"); }
+
+}  // namespace primjit::jit

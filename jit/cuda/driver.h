@@ -1,0 +1,81 @@
+// The CUDA driver, loaded at run time.
+//
+// primjit never links libcuda: `libcuda.so.1` is dlopen'ed on first use and every entry point
+// is resolved through cuGetProcAddress with the ABI version its prototype was written for.
+// Without a driver (or with the toolkit's stub library) loading fails with a primjit::Error
+// that says "no CUDA driver"; nothing happens at library load time.
+//
+// The interface is free of CUDA headers; handles are the driver's opaque pointer types.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+struct CUctx_st;
+struct CUmod_st;
+struct CUfunc_st;
+struct CUstream_st;
+
+namespace primjit::jit {
+
+using DevicePtr = uint64_t;
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int multiprocessors = 0;
+  size_t max_shared_per_block_optin = 0;
+  int arch() const { return cc_major * 10 + cc_minor; }
+};
+
+class CudaDriver {
+ public:
+  /// The process-wide driver, loaded on first use. Throws primjit::Error ("no CUDA driver: ...")
+  /// when it cannot be loaded; the failure is remembered and reported the same way each time.
+  static CudaDriver& get();
+  /// Like get(), but returns nullptr (and the reason) instead of throwing.
+  static CudaDriver* try_get(std::string* reason = nullptr);
+  /// Loads the driver from a given library path or soname (tests use a missing or stub one).
+  static std::unique_ptr<CudaDriver> load(const std::string& library);
+
+  ~CudaDriver();
+  CudaDriver(const CudaDriver&) = delete;
+  CudaDriver& operator=(const CudaDriver&) = delete;
+
+  /// Driver API version, e.g. 13000.
+  int version() const;
+  int device_count() const;
+  DeviceInfo device_info(int ordinal) const;
+
+  /// Retains device `ordinal`'s primary context (once) and makes it current on this thread.
+  void make_current(int ordinal = 0);
+
+  DevicePtr alloc(size_t bytes);
+  void free(DevicePtr pointer);
+  void copy_to_device(DevicePtr destination, const void* source, size_t bytes);
+  void copy_to_host(void* destination, DevicePtr source, size_t bytes);
+
+  /// Loads a CUBIN or NUL-terminated PTX image into the current context.
+  CUmod_st* load_module(const std::string& image);
+  void unload_module(CUmod_st* module);
+  CUfunc_st* function(CUmod_st* module, const std::string& name);
+  /// `args[i]` points at the value of kernel parameter i.
+  void launch(CUfunc_st* function, Dim3 grid, Dim3 block, unsigned dynamic_shared_bytes,
+              void** args, CUstream_st* stream = nullptr);
+  void synchronize();
+
+ private:
+  struct Api;
+  explicit CudaDriver(std::unique_ptr<Api> api);
+  std::unique_ptr<Api> api_;
+};
+
+}  // namespace primjit::jit

@@ -1,0 +1,165 @@
+#include "jit/cuda/nvrtc_compiler.h"
+
+#include <nvrtc.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "primjit/error.h"
+#include "primjit/log.h"
+
+#ifndef PRIMJIT_CUDA_INCLUDE_DIR
+#error "PRIMJIT_CUDA_INCLUDE_DIR must name the CUDA toolkit's include directory"
+#endif
+
+namespace primjit::jit {
+namespace {
+
+void check_nvrtc(nvrtcResult result, const char* call) {
+  PRIMJIT_USER_CHECK(result == NVRTC_SUCCESS)
+      << "NVRTC call " << call << " failed: " << nvrtcGetErrorString(result);
+}
+
+// Owns an nvrtcProgram so every exit path destroys it.
+class Program {
+ public:
+  explicit Program(const CudaSource& source) {
+    check_nvrtc(nvrtcCreateProgram(&program_, source.code.c_str(), source.name.c_str(), 0, nullptr,
+                                   nullptr),
+                "nvrtcCreateProgram");
+  }
+  ~Program() { nvrtcDestroyProgram(&program_); }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+  nvrtcProgram get() const { return program_; }
+
+  std::string log() const {
+    size_t size = 0;
+    check_nvrtc(nvrtcGetProgramLogSize(program_, &size), "nvrtcGetProgramLogSize");
+    std::string text(size, '\0');
+    if (size > 0) check_nvrtc(nvrtcGetProgramLog(program_, text.data()), "nvrtcGetProgramLog");
+    while (!text.empty() && (text.back() == '\0' || text.back() == '\n')) text.pop_back();
+    return text;
+  }
+
+ private:
+  nvrtcProgram program_ = nullptr;
+};
+
+// The architecture to target: a real sm_XX when NVRTC can make a CUBIN for it, otherwise PTX
+// for the newest virtual architecture not above the device (the driver JITs PTX forward).
+DeviceImage::Kind choose_target(const NvrtcOptions& options, const std::vector<int>& archs,
+                                int* arch) {
+  PRIMJIT_USER_CHECK(!archs.empty()) << "NVRTC reports no supported GPU architecture";
+  PRIMJIT_USER_CHECK(options.arch >= archs.front())
+      << "NVRTC " << nvrtc_info().major << "." << nvrtc_info().minor << " supports sm_"
+      << archs.front() << " and newer; sm_" << options.arch
+      << " cannot be targeted with this CUDA toolkit";
+  bool exact = std::find(archs.begin(), archs.end(), options.arch) != archs.end();
+  if (exact && !options.force_ptx) {
+    *arch = options.arch;
+    return DeviceImage::Kind::kCubin;
+  }
+  auto below = std::upper_bound(archs.begin(), archs.end(), options.arch);
+  *arch = *std::prev(below);
+  return DeviceImage::Kind::kPtx;
+}
+
+}  // namespace
+
+std::string cuda_include_dir() {
+  if (const char* home = std::getenv("CUDA_HOME"); home != nullptr && *home != '\0') {
+    return (std::filesystem::path(home) / "include").string();
+  }
+  return PRIMJIT_CUDA_INCLUDE_DIR;
+}
+
+std::string numbered_source(const std::string& code) {
+  std::ostringstream out;
+  std::istringstream in(code);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    out.width(4);
+    out << number << " | " << line << '\n';
+  }
+  return out.str();
+}
+
+NvrtcInfo nvrtc_info() {
+  static const NvrtcInfo info = [] {
+    NvrtcInfo result;
+    check_nvrtc(nvrtcVersion(&result.major, &result.minor), "nvrtcVersion");
+    int count = 0;
+    check_nvrtc(nvrtcGetNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs");
+    result.archs.resize(count);
+    if (count > 0) {
+      check_nvrtc(nvrtcGetSupportedArchs(result.archs.data()), "nvrtcGetSupportedArchs");
+    }
+    std::sort(result.archs.begin(), result.archs.end());
+    return result;
+  }();
+  return info;
+}
+
+DeviceImage nvrtc_compile(const CudaSource& source, const NvrtcOptions& options) {
+  DeviceImage image;
+  image.name = source.name;
+  image.kind = choose_target(options, nvrtc_info().archs, &image.arch);
+  const bool cubin = image.kind == DeviceImage::Kind::kCubin;
+
+  std::vector<std::string> flags = {
+      (cubin ? "-arch=sm_" : "-arch=compute_") + std::to_string(image.arch),
+      "--std=c++17",
+      "-default-device",
+      "-I" + cuda_include_dir(),
+  };
+  if (options.fast_math) flags.push_back("--use_fast_math");
+  if (options.line_info) flags.push_back("-lineinfo");
+  flags.insert(flags.end(), options.extra_options.begin(), options.extra_options.end());
+  std::vector<const char*> argv;
+  for (const std::string& flag : flags) argv.push_back(flag.c_str());
+
+  Program program(source);
+  nvrtcResult result =
+      nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+  image.log = program.log();
+  if (result != NVRTC_SUCCESS) {
+    std::string joined;
+    for (const std::string& flag : flags) joined += " " + flag;
+    PRIMJIT_USER_ERROR() << "NVRTC could not compile '" << source.name << "' ("
+                         << nvrtcGetErrorString(result) << "; options:" << joined << "):\n"
+                         << image.log << "\nsource:\n"
+                         << numbered_source(source.code);
+  }
+
+  size_t size = 0;
+  if (cubin) {
+    check_nvrtc(nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize");
+    image.data.resize(size);
+    check_nvrtc(nvrtcGetCUBIN(program.get(), image.data.data()), "nvrtcGetCUBIN");
+  } else {
+    check_nvrtc(nvrtcGetPTXSize(program.get(), &size), "nvrtcGetPTXSize");
+    image.data.resize(size);  // includes the terminating NUL the driver expects
+    check_nvrtc(nvrtcGetPTX(program.get(), image.data.data()), "nvrtcGetPTX");
+  }
+  PRIMJIT_USER_CHECK(!image.data.empty())
+      << "NVRTC produced an empty image for '" << source.name << "' (" << flags.front() << ")";
+  PRIMJIT_LOG_DEBUG << "NVRTC compiled " << source.name << " to " << (cubin ? "CUBIN" : "PTX")
+                    << " for " << (cubin ? "sm_" : "compute_") << image.arch << " ("
+                    << image.data.size() << " bytes)";
+  return image;
+}
+
+std::vector<DeviceImage> nvrtc_compile_all(const std::vector<CudaSource>& sources,
+                                           const NvrtcOptions& options) {
+  std::vector<DeviceImage> images(sources.size());
+  // Separate NVRTC programs compile independently; the first failure propagates.
+  tbb::parallel_for(size_t{0}, sources.size(),
+                    [&](size_t i) { images[i] = nvrtc_compile(sources[i], options); });
+  return images;
+}
+
+}  // namespace primjit::jit

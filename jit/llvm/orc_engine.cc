@@ -1,0 +1,265 @@
+#include "jit/llvm/orc_engine.h"
+
+#include <llvm/AsmParser/Parser.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "primjit/error.h"
+#include "primjit/log.h"
+
+namespace primjit::jit {
+namespace {
+
+std::string to_string(llvm::Error error) { return llvm::toString(std::move(error)); }
+
+// Converts an llvm::Expected at the LLVM boundary into a primjit::Error naming `what`.
+template <typename T>
+T take(llvm::Expected<T> value, std::string_view what) {
+  if (!value) PRIMJIT_USER_ERROR() << what << ": " << to_string(value.takeError());
+  return std::move(*value);
+}
+
+void check(llvm::Error error, std::string_view what) {
+  if (error) PRIMJIT_USER_ERROR() << what << ": " << to_string(std::move(error));
+}
+
+void initialize_llvm_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+llvm::OptimizationLevel optimization_level(int level) {
+  switch (level) {
+    case 0:
+      return llvm::OptimizationLevel::O0;
+    case 1:
+      return llvm::OptimizationLevel::O1;
+    case 2:
+      return llvm::OptimizationLevel::O2;
+    default:
+      return llvm::OptimizationLevel::O3;
+  }
+}
+
+llvm::CodeGenOptLevel codegen_level(int level) {
+  switch (level) {
+    case 0:
+      return llvm::CodeGenOptLevel::None;
+    case 1:
+      return llvm::CodeGenOptLevel::Less;
+    case 2:
+      return llvm::CodeGenOptLevel::Default;
+    default:
+      return llvm::CodeGenOptLevel::Aggressive;
+  }
+}
+
+void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder builder(&machine);
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel opt = optimization_level(level);
+  llvm::ModulePassManager pipeline =
+      level == 0 ? builder.buildO0DefaultPipeline(opt) : builder.buildPerModuleDefaultPipeline(opt);
+  pipeline.run(module, mam);
+}
+
+}  // namespace
+
+struct OrcEngine::Impl {
+  OrcOptions options;
+  llvm::orc::JITTargetMachineBuilder machine_builder{llvm::Triple()};
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::string triple;
+  std::string cpu;
+
+  // TargetMachines are not thread-safe; each compile borrows one from this pool.
+  std::mutex pool_mutex;
+  std::vector<std::unique_ptr<llvm::TargetMachine>> machine_pool;
+
+  // Registered modules: their trackers and (optionally) optimized IR.
+  mutable std::mutex modules_mutex;
+  ModuleKey next_key = 1;
+  std::map<ModuleKey, llvm::orc::ResourceTrackerSP> trackers;
+  std::map<ModuleKey, std::string> kept_ir;
+
+  std::unique_ptr<llvm::TargetMachine> borrow_machine() {
+    {
+      std::lock_guard<std::mutex> lock(pool_mutex);
+      if (!machine_pool.empty()) {
+        auto machine = std::move(machine_pool.back());
+        machine_pool.pop_back();
+        return machine;
+      }
+    }
+    return take(machine_builder.createTargetMachine(), "cannot create an LLVM target machine");
+  }
+
+  void return_machine(std::unique_ptr<llvm::TargetMachine> machine) {
+    std::lock_guard<std::mutex> lock(pool_mutex);
+    machine_pool.push_back(std::move(machine));
+  }
+
+  ModuleKey compile_and_link(llvm::Module& module, bool user_input) {
+    std::string problems;
+    llvm::raw_string_ostream problem_stream(problems);
+    if (llvm::verifyModule(module, &problem_stream)) {
+      problem_stream.flush();
+      if (user_input)
+        PRIMJIT_USER_ERROR() << "invalid LLVM IR in module '" << module.getModuleIdentifier()
+                             << "': " << problems;
+      PRIMJIT_INTERNAL_ERROR() << "generated LLVM IR does not verify: " << problems;
+    }
+    module.setDataLayout(jit->getDataLayout());
+    module.setTargetTriple(triple);
+
+    std::unique_ptr<llvm::TargetMachine> machine = borrow_machine();
+    std::unique_ptr<llvm::MemoryBuffer> object;
+    try {
+      optimize(module, *machine, options.opt_level);
+      llvm::orc::SimpleCompiler compiler(*machine);
+      object = take(compiler(module), "LLVM code generation failed");
+    } catch (...) {
+      return_machine(std::move(machine));
+      throw;
+    }
+    return_machine(std::move(machine));
+
+    std::string optimized;
+    if (options.keep_optimized_ir) {
+      llvm::raw_string_ostream stream(optimized);
+      module.print(stream, nullptr);
+    }
+
+    llvm::orc::ResourceTrackerSP tracker = jit->getMainJITDylib().createResourceTracker();
+    check(jit->addObjectFile(tracker, std::move(object)),
+          "cannot link module '" + module.getModuleIdentifier() + "'");
+    std::lock_guard<std::mutex> lock(modules_mutex);
+    ModuleKey key = next_key++;
+    trackers.emplace(key, tracker);
+    if (options.keep_optimized_ir) kept_ir.emplace(key, std::move(optimized));
+    return key;
+  }
+};
+
+OrcEngine::OrcEngine(OrcOptions options) : impl_(std::make_unique<Impl>()) {
+  PRIMJIT_USER_CHECK(options.opt_level >= 0 && options.opt_level <= 3)
+      << "LLVM optimization level must be 0, 1, 2 or 3, not " << options.opt_level;
+  initialize_llvm_once();
+  impl_->options = options;
+  impl_->machine_builder =
+      take(llvm::orc::JITTargetMachineBuilder::detectHost(), "cannot detect the host CPU");
+  impl_->machine_builder.setCodeGenOptLevel(codegen_level(options.opt_level));
+  // What LLJIT expects under JITLink on x86-64 ELF; objects we compile ourselves must match.
+  impl_->machine_builder.setRelocationModel(llvm::Reloc::PIC_);
+  impl_->machine_builder.setCodeModel(llvm::CodeModel::Small);
+  impl_->triple = impl_->machine_builder.getTargetTriple().str();
+  impl_->cpu = impl_->machine_builder.getCPU();
+  impl_->jit =
+      take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(impl_->machine_builder).create(),
+           "cannot create the LLVM ORC JIT");
+  PRIMJIT_LOG_DEBUG << "ORC engine for " << impl_->triple << " (" << impl_->cpu << "), O"
+                    << options.opt_level;
+}
+
+OrcEngine::~OrcEngine() = default;
+
+OrcEngine::ModuleKey OrcEngine::add_module(std::unique_ptr<llvm::Module> module,
+                                           std::unique_ptr<llvm::LLVMContext> context) {
+  PRIMJIT_ICHECK(module != nullptr && context != nullptr)
+      << "add_module needs a module and context";
+  PRIMJIT_ICHECK(&module->getContext() == context.get()) << "module does not belong to context";
+  return impl_->compile_and_link(*module, /*user_input=*/false);
+}
+
+OrcEngine::ModuleKey OrcEngine::add_ir_text(std::string_view ir_text,
+                                            std::string_view module_name) {
+  llvm::LLVMContext context;
+  llvm::SMDiagnostic diagnostic;
+  std::unique_ptr<llvm::Module> module = llvm::parseAssemblyString(
+      llvm::StringRef(ir_text.data(), ir_text.size()), diagnostic, context);
+  if (!module) {
+    std::string message;
+    llvm::raw_string_ostream stream(message);
+    diagnostic.print(std::string(module_name).c_str(), stream, /*ShowColors=*/false);
+    stream.flush();
+    PRIMJIT_USER_ERROR() << "cannot parse LLVM IR: " << message;
+  }
+  module->setModuleIdentifier(std::string(module_name));
+  return impl_->compile_and_link(*module, /*user_input=*/true);
+}
+
+void* OrcEngine::lookup(std::string_view symbol) {
+  auto address = impl_->jit->lookup(llvm::StringRef(symbol.data(), symbol.size()));
+  if (!address) {
+    PRIMJIT_USER_ERROR() << "symbol '" << symbol << "' is not defined in the JIT session ("
+                         << to_string(address.takeError())
+                         << "); was its module removed or never added?";
+  }
+  return address->toPtr<void*>();
+}
+
+void OrcEngine::remove(ModuleKey key) {
+  llvm::orc::ResourceTrackerSP tracker;
+  {
+    std::lock_guard<std::mutex> lock(impl_->modules_mutex);
+    auto it = impl_->trackers.find(key);
+    PRIMJIT_USER_CHECK(it != impl_->trackers.end())
+        << "JIT module " << key << " is not loaded (already removed?)";
+    tracker = it->second;
+    impl_->trackers.erase(it);
+    impl_->kept_ir.erase(key);
+  }
+  check(tracker->remove(), "cannot remove JIT module");
+}
+
+void OrcEngine::define_symbol(std::string_view name, void* address) {
+  llvm::orc::SymbolMap symbols;
+  symbols[impl_->jit->mangleAndIntern(llvm::StringRef(name.data(), name.size()))] =
+      llvm::orc::ExecutorSymbolDef(llvm::orc::ExecutorAddr::fromPtr(address),
+                                   llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
+  check(impl_->jit->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(symbols))),
+        "cannot define runtime symbol '" + std::string(name) + "'");
+}
+
+std::string OrcEngine::optimized_ir(ModuleKey key) const {
+  PRIMJIT_USER_CHECK(impl_->options.keep_optimized_ir)
+      << "optimized IR was not kept: construct the engine with OrcOptions::keep_optimized_ir";
+  std::lock_guard<std::mutex> lock(impl_->modules_mutex);
+  auto it = impl_->kept_ir.find(key);
+  PRIMJIT_USER_CHECK(it != impl_->kept_ir.end()) << "JIT module " << key << " is not loaded";
+  return it->second;
+}
+
+const std::string& OrcEngine::target_triple() const { return impl_->triple; }
+const std::string& OrcEngine::cpu_name() const { return impl_->cpu; }
+int OrcEngine::opt_level() const { return impl_->options.opt_level; }
+
+std::string llvm_version() { return LLVM_VERSION_STRING; }
+
+}  // namespace primjit::jit

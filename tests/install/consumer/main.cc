@@ -1,0 +1,25 @@
+// Uses the installed primjit: version, the error macros, and the JIT through the self-test.
+#include <primjit/primjit.h>
+
+#include <cstdio>
+
+static int checked_square(int n) {
+  PRIMJIT_USER_CHECK(n > 0) << "n must be positive, got " << n;
+  return n * n;
+}
+
+int main() {
+  std::printf("primjit %s\n", primjit::version());
+  try {
+    checked_square(-3);
+    std::printf("no error raised\n");
+    return 1;
+  } catch (const primjit::Error& error) {
+    std::printf("caught primjit::Error: %s\n", error.what());
+  }
+  primjit::SelfTestResult result = primjit::toolchain_selftest();
+  std::printf("add(40, 2) = %d\n", result.host_add_result);
+  if (result.host_add_result != 42 || result.cubin_bytes == 0) return 1;
+  std::printf("consumer ok\n");
+  return 0;
+}
