@@ -37,6 +37,7 @@ TEST(Toolchain, SelfTestRunsEveryStage) {
 }
 
 TEST(Toolchain, CudaHomeOverridesTheIncludeDirectory) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // oneTBB workers may already be running
   EXPECT_EXIT(
       {
         setenv("CUDA_HOME", "/opt/other-cuda", 1);
