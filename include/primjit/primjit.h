@@ -3,6 +3,7 @@
 
 #include "primjit/dlpack.h"
 #include "primjit/error.h"
+#include "primjit/ir.h"
 #include "primjit/log.h"
 #include "primjit/toolchain.h"
 #include "primjit/version.h"

@@ -1,0 +1,116 @@
+#include "primjit/ir/dtype.h"
+
+#include <charconv>
+#include <ostream>
+
+#include "primjit/error.h"
+
+namespace primjit {
+namespace {
+
+bool parse_number(std::string_view text, int* value) {
+  if (text.empty()) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+bool valid_bits(DataType::Code code, int bits) {
+  switch (code) {
+    case DataType::Code::kInt:
+    case DataType::Code::kUInt:
+      return bits == 8 || bits == 16 || bits == 32 || bits == 64;
+    case DataType::Code::kFloat:
+      return bits == 16 || bits == 32 || bits == 64;
+    case DataType::Code::kBFloat:
+      return bits == 16;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool DataType::try_parse(std::string_view text, DataType* out) {
+  int lanes = 1;
+  if (size_t x = text.rfind('x'); x != std::string_view::npos && x + 1 < text.size() &&
+                                  text[x + 1] >= '0' && text[x + 1] <= '9') {
+    if (!parse_number(text.substr(x + 1), &lanes) || lanes < 2 || lanes > 65535) return false;
+    text = text.substr(0, x);
+  }
+  if (text == "bool") {
+    *out = Bool(lanes);
+    return true;
+  }
+  if (text == "float8_e4m3fn") {
+    *out = Float8E4M3FN(lanes);
+    return true;
+  }
+  if (text == "float8_e5m2") {
+    *out = Float8E5M2(lanes);
+    return true;
+  }
+  if (lanes == 1 && text == "handle") {
+    *out = Handle();
+    return true;
+  }
+  if (lanes == 1 && text == "void") {
+    *out = Void();
+    return true;
+  }
+  struct Prefix {
+    std::string_view name;
+    Code code;
+  };
+  // Longest prefixes first: "uint" before "int", "bfloat" before "float".
+  for (Prefix prefix : {Prefix{"uint", Code::kUInt}, Prefix{"int", Code::kInt},
+                        Prefix{"bfloat", Code::kBFloat}, Prefix{"float", Code::kFloat}}) {
+    if (text.substr(0, prefix.name.size()) != prefix.name) continue;
+    int bits = 0;
+    if (!parse_number(text.substr(prefix.name.size()), &bits)) return false;
+    if (!valid_bits(prefix.code, bits)) return false;
+    *out = DataType(prefix.code, bits, lanes);
+    return true;
+  }
+  return false;
+}
+
+DataType DataType::parse(std::string_view text) {
+  DataType dtype;
+  PRIMJIT_USER_CHECK(try_parse(text, &dtype))
+      << "unknown dtype \"" << text
+      << "\"; expected int8/16/32/64, uint8/16/32/64, float16/32/64, bfloat16, float8_e4m3fn, "
+         "float8_e5m2, bool or handle, optionally with lanes as in \"float32x4\"";
+  return dtype;
+}
+
+std::string DataType::str() const {
+  std::string name;
+  switch (code_) {
+    case Code::kInt:
+      name = "int" + std::to_string(bits_);
+      break;
+    case Code::kUInt:
+      name = bits_ == 1 ? "bool" : "uint" + std::to_string(bits_);
+      break;
+    case Code::kFloat:
+      name = "float" + std::to_string(bits_);
+      break;
+    case Code::kBFloat:
+      name = "bfloat" + std::to_string(bits_);
+      break;
+    case Code::kFloat8E4M3FN:
+      name = "float8_e4m3fn";
+      break;
+    case Code::kFloat8E5M2:
+      name = "float8_e5m2";
+      break;
+    case Code::kHandle:
+      return bits_ == 0 ? "void" : "handle";
+  }
+  if (lanes_ > 1) name += "x" + std::to_string(lanes_);
+  return name;
+}
+
+std::ostream& operator<<(std::ostream& os, DataType dtype) { return os << dtype.str(); }
+
+}  // namespace primjit

@@ -1,0 +1,2 @@
+// placeholder, replaced by the real implementation
+#include "primjit/ir/text.h"
