@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 verify=0
 if [ "${1:-}" = --verify ]; then verify=1; shift; fi
 out=${1:-gpu-bundle}
-programs=(primjit_ir_tests primjit_jit_tests bench_compile_latency toolchain_demo)
+programs=(primjit_ir_tests primjit_structural_tests primjit_text_tests primjit_jit_tests bench_compile_latency toolchain_demo)
 limit=$((64 * 1024 * 1024))
 
 bash tools/build.sh gpu-bundle --target "${programs[@]}"
@@ -63,7 +63,9 @@ if [ "$what" = demo ] || [ "$what" = all ]; then
   step "$here/bin/toolchain_demo"
 fi
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  step "$here/bin/primjit_ir_tests" --gtest_brief=1
+  for t in primjit_ir_tests primjit_structural_tests primjit_text_tests; do
+    step "$here/bin/$t" --gtest_brief=1
+  done
   step "$here/bin/primjit_jit_tests" --gtest_brief=1
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
