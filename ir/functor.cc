@@ -468,4 +468,9 @@ Stmt substitute(const Stmt& stmt, const VarMap& map) {
   return Substituter(map).mutate_stmt(stmt);
 }
 
+PrimFunc substitute(const PrimFunc& func, const VarMap& map) {
+  if (map.empty()) return func;
+  return Substituter(map).mutate_function(func);
+}
+
 }  // namespace primjit

@@ -1,2 +1,293 @@
-// placeholder, replaced by the real implementation
+// VerifyWellFormed. One scope-aware walk per function records definitions and checks every use
+// against what is visible at that point; module-wide tables catch a variable defined twice,
+// also across functions.
+#include "primjit/ir/verify.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "primjit/error.h"
+#include "primjit/ir/functor.h"
+#include "primjit/ir/scope_stack.h"
 #include "primjit/ir/text.h"
+
+namespace primjit {
+namespace {
+
+constexpr size_t kMaxReported = 8;
+
+// The first line of a statement's text: enough to recognise it without dumping its body.
+std::string brief(const Stmt& stmt) {
+  std::string text = print(stmt);
+  while (!text.empty() && text.front() == '\n') text.erase(text.begin());
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  size_t newline = text.find('\n');
+  if (newline != std::string::npos) text = text.substr(0, newline) + " ...";
+  if (text.size() > 160) text = text.substr(0, 157) + "...";
+  return "`" + text + "`";
+}
+
+struct Definition {
+  std::string function;
+  std::string where;       // the defining statement (or "parameter"/"buffer_map")
+  bool thread = false;     // defined by a thread_extent launch
+  std::string thread_tag;
+};
+
+// Module-wide state shared by the per-function walks.
+struct ModuleState {
+  std::vector<std::string> errors;
+  std::unordered_map<const VarNode*, Definition> var_defs;
+  std::unordered_map<const BufferNode*, std::string> buffer_defs;
+
+  void error(std::string message) { errors.push_back(std::move(message)); }
+};
+
+struct Frame {
+  std::vector<const VarNode*> vars;
+  std::vector<const BufferNode*> buffers;
+};
+
+class FunctionChecker : public StmtExprVisitor {
+ public:
+  FunctionChecker(ModuleState& state, std::string function)
+      : state_(state), function_(std::move(function)) {}
+
+  void check(const PrimFunc& func) {
+    context_ = "the parameters of '" + function_ + "'";
+    for (const Var& param : func->params) define(param, "parameter", false, "");
+    context_ = "the buffer_map of '" + function_ + "'";
+    for (const auto& [param, buffer] : func->buffer_map) declare_param_buffer(buffer);
+    visit_stmt(func->body);
+  }
+
+  // --- statements that define --------------------------------------------------------------
+
+  void visit_stmt(const Stmt& stmt) override {
+    Stmt saved = current_;
+    current_ = stmt;
+    StmtExprVisitor::visit_stmt(stmt);
+    current_ = saved;
+  }
+
+  void visit(const Bind* op) override {
+    visit_expr(op->value);
+    define(op->var, brief(current_), false, "");
+  }
+
+  void visit(const For* op) override {
+    visit_expr(op->min);
+    visit_expr(op->extent);
+    std::string where = brief(current_);
+    scoped([&] {
+      define(op->loop_var, where, false, "");
+      visit_stmt(op->body);
+    });
+  }
+
+  void visit(const AttrStmt* op) override {
+    visit_expr(op->value);
+    if (const auto* buffer = op->node.as<BufferNode>()) use_buffer(buffer);
+    if (const auto* var = op->node.as<VarNode>()) visit(var);
+    std::string where = brief(current_);
+    scoped([&] {
+      if (const IterVarNode* iv = op->iter_var()) define(iv->var, where, true, iv->thread_tag);
+      visit_stmt(op->body);
+    });
+  }
+
+  void visit(const While* op) override {
+    visit_expr(op->condition);
+    scoped([&] { visit_stmt(op->body); });
+  }
+
+  void visit(const IfThenElse* op) override {
+    visit_expr(op->condition);
+    scoped([&] { visit_stmt(op->then_case); });
+    if (op->else_case.defined()) scoped([&] { visit_stmt(op->else_case); });
+  }
+
+  void visit(const AllocBuffer* op) override {
+    check_buffer_fields(op->buffer);
+    define(op->buffer->data, brief(current_), false, "");
+    declare_buffer(op->buffer.get());
+  }
+
+  void visit(const DeclBuffer* op) override {
+    visit_expr(op->buffer->data);  // a view over storage that must already exist
+    check_buffer_fields(op->buffer);
+    declare_buffer(op->buffer.get());
+  }
+
+  // --- expressions ---------------------------------------------------------------------------
+
+  void visit(const Let* op) override {
+    visit_expr(op->value);
+    scoped([&] {
+      define(op->var, brief(current_), false, "");
+      visit_expr(op->body);
+    });
+  }
+
+  void visit(const VarNode* op) override {
+    if (visible_vars_.count(op) > 0) return;
+    if (!reported_vars_.insert(op).second) return;  // one report per variable
+    auto it = state_.var_defs.find(op);
+    if (it == state_.var_defs.end()) {
+      state_.error("undefined variable '" + op->name + "' used in " + location());
+    } else if (it->second.function != function_) {
+      state_.error("variable '" + op->name + "' of function '" + it->second.function +
+                   "' is used in function '" + function_ + "' in " + location() +
+                   "; each function must define its own variables");
+    } else {
+      state_.error("variable '" + op->name + "' is used out of scope in " + location() +
+                   "; it was defined by " + it->second.where +
+                   ", whose scope has ended (a definition is visible only until the end of the "
+                   "enclosing loop, branch, attribute or function body)");
+    }
+  }
+
+  void visit_buffer_use(const Buffer& buffer) override { use_buffer(buffer.get()); }
+
+ private:
+  std::string location() const {
+    return current_.defined() ? brief(current_) : context_;
+  }
+
+  // Runs `body` in a new scope; what it defines stops being visible when it returns.
+  template <typename F>
+  void scoped(F&& body) {
+    scopes_.with_new_scope([&] {
+      body();
+      end_frame();
+    });
+  }
+
+  void end_frame() {
+    for (const VarNode* var : scopes_.current().vars) {
+      if (--visible_vars_[var] == 0) visible_vars_.erase(var);
+    }
+    for (const BufferNode* buffer : scopes_.current().buffers) {
+      if (--visible_buffers_[buffer] == 0) visible_buffers_.erase(buffer);
+    }
+  }
+
+  void define(const Var& var, const std::string& where, bool thread, const std::string& tag) {
+    const VarNode* node = var.get();
+    auto previous = state_.var_defs.find(node);
+    if (previous != state_.var_defs.end()) {
+      const Definition& first = previous->second;
+      bool relaunch = thread && first.thread && first.function == function_ &&
+                      visible_vars_.count(node) == 0;
+      if (relaunch) {
+        if (first.thread_tag != tag) {
+          state_.error("thread variable '" + var->name + "' is launched as " + first.thread_tag +
+                       " by " + first.where + " and as " + tag + " by " + where +
+                       "; a thread variable keeps one tag");
+        }
+      } else if (thread && first.thread && first.function != function_) {
+        state_.error("thread variable '" + var->name + "' is launched in function '" +
+                     first.function + "' and again in function '" + function_ + "' (" + where +
+                     "); each function needs its own thread variables");
+      } else if (visible_vars_.count(node) > 0) {
+        state_.error("variable '" + var->name + "' is defined again by " + where +
+                     " while its first definition (" + first.where + ") is still in scope");
+      } else {
+        state_.error("variable '" + var->name + "' is defined twice: first by " + first.where +
+                     " in function '" + first.function + "', again by " + where +
+                     (first.function == function_ ? "" : " in function '" + function_ + "'") +
+                     "; a variable may be defined only once in a module");
+      }
+    } else {
+      state_.var_defs.emplace(node, Definition{function_, where, thread, tag});
+    }
+    ++visible_vars_[node];
+    scopes_.current().vars.push_back(node);
+  }
+
+  // The vars in a buffer's shape, strides and offset are uses, checked where it is declared.
+  void check_buffer_fields(const Buffer& buffer) {
+    for (const Expr& e : buffer->shape) visit_expr(e);
+    for (const Expr& e : buffer->strides) visit_expr(e);
+    visit_expr(buffer->elem_offset);
+  }
+
+  // In the buffer_map, the first occurrence of a variable in a buffer's data, shape, strides
+  // or offset defines it (two parameters may share data or a shape variable).
+  void declare_param_buffer(const Buffer& buffer) {
+    auto define_or_use = [&](const Expr& e) {
+      if (const auto* var = e.as<VarNode>()) {
+        if (visible_vars_.count(var) == 0 && state_.var_defs.count(var) == 0) {
+          define(Var(var), "the buffer_map entry of '" + buffer->name + "'", false, "");
+          return;
+        }
+      }
+      visit_expr(e);
+    };
+    define_or_use(buffer->data);
+    for (const Expr& e : buffer->shape) define_or_use(e);
+    for (const Expr& e : buffer->strides) define_or_use(e);
+    define_or_use(buffer->elem_offset);
+    declare_buffer(buffer.get());
+  }
+
+  void declare_buffer(const BufferNode* buffer) {
+    state_.buffer_defs.emplace(buffer, current_.defined() ? brief(current_) : context_);
+    ++visible_buffers_[buffer];
+    scopes_.current().buffers.push_back(buffer);
+  }
+
+  void use_buffer(const BufferNode* buffer) {
+    if (visible_buffers_.count(buffer) > 0) return;
+    if (!reported_buffers_.insert(buffer).second) return;
+    auto it = state_.buffer_defs.find(buffer);
+    if (it == state_.buffer_defs.end()) {
+      state_.error("buffer '" + buffer->name + "' is used in " + location() +
+                   " without a declaration (declare it with T.alloc_buffer, T.decl_buffer or "
+                   "as a parameter)");
+    } else {
+      state_.error("buffer '" + buffer->name + "' is used in " + location() +
+                   " but its declaration " + it->second + " is no longer in scope");
+    }
+  }
+
+  ModuleState& state_;
+  std::string function_;
+  std::string context_;
+  Stmt current_;
+  ScopeStack<Frame> scopes_;
+  std::unordered_map<const VarNode*, int> visible_vars_;
+  std::unordered_map<const BufferNode*, int> visible_buffers_;
+  std::unordered_set<const VarNode*> reported_vars_;
+  std::unordered_set<const BufferNode*> reported_buffers_;
+};
+
+[[noreturn]] void throw_errors(const std::vector<std::string>& errors) {
+  std::string message = "the IR is not well formed:";
+  for (size_t i = 0; i < errors.size() && i < kMaxReported; ++i) message += "\n  - " + errors[i];
+  if (errors.size() > kMaxReported) {
+    message += "\n  (and " + std::to_string(errors.size() - kMaxReported) + " more)";
+  }
+  throw Error(message);
+}
+
+}  // namespace
+
+std::vector<std::string> well_formed_errors(const IRModule& module) {
+  ModuleState state;
+  for (const auto& [gvar, func] : module->functions) {
+    FunctionChecker(state, gvar->name).check(func);
+  }
+  return state.errors;
+}
+
+void verify_well_formed(const IRModule& module) {
+  std::vector<std::string> errors = well_formed_errors(module);
+  if (!errors.empty()) throw_errors(errors);
+}
+
+void verify_well_formed(const PrimFunc& func, const std::string& name) {
+  verify_well_formed(IRModule::from_function(name, func));
+}
+
+}  // namespace primjit

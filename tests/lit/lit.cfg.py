@@ -6,6 +6,7 @@ import lit.formats
 config.name = "primjit"
 config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".test"]
+config.excludes = ["Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.primjit_build_dir, "tests", "lit")
 

@@ -41,7 +41,7 @@ class ExprNode : public Object {
 class Expr : public Ref<ExprNode> {
  public:
   Expr() = default;
-  Expr(Ref<ExprNode> ref) : Ref<ExprNode>(std::move(ref)) {}  // NOLINT
+  explicit Expr(Ref<ExprNode> ref) : Ref<ExprNode>(std::move(ref)) {}
   explicit Expr(const ExprNode* node) : Ref<ExprNode>(node) {}
   DataType dtype() const { return get()->dtype; }
 };

@@ -117,5 +117,7 @@ void post_order_visit(const Expr& expr, const std::function<void(const Ref<Objec
 using VarMap = std::unordered_map<const VarNode*, Expr>;
 Expr substitute(const Expr& expr, const VarMap& map);
 Stmt substitute(const Stmt& stmt, const VarMap& map);
+/// Substitutes in the buffer_map buffers and the body; the parameter list is kept.
+PrimFunc substitute(const PrimFunc& func, const VarMap& map);
 
 }  // namespace primjit

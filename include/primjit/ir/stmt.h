@@ -36,7 +36,7 @@ class StmtNode : public Object {
 class Stmt : public Ref<StmtNode> {
  public:
   Stmt() = default;
-  Stmt(Ref<StmtNode> ref) : Ref<StmtNode>(std::move(ref)) {}  // NOLINT
+  explicit Stmt(Ref<StmtNode> ref) : Ref<StmtNode>(std::move(ref)) {}
   explicit Stmt(const StmtNode* node) : Ref<StmtNode>(node) {}
 };
 

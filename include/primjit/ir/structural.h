@@ -23,8 +23,8 @@ size_t structural_hash(const PrimFunc& f);
 size_t structural_hash(const Stmt& s);
 size_t structural_hash(const Expr& e);
 
-/// Where two modules first differ ("main: body.seq[2].value.b: 3 vs 4", with both sides
-/// printed), or nullopt when they are structurally equal.
+/// Where two modules first differ ("function 'main': body.seq[2].value.b: IntImm 3 vs IntImm 4",
+/// with both sides described), or nullopt when they are structurally equal.
 std::optional<std::string> structural_diff(const IRModule& a, const IRModule& b);
 std::optional<std::string> structural_diff(const PrimFunc& a, const PrimFunc& b);
 
