@@ -19,11 +19,19 @@ file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 foreach(f lib/cmake/primjit/primjitConfig.cmake lib/cmake/primjit/primjitConfigVersion.cmake
-          include/primjit/primjit.h include/primjit/version.h)
+          include/primjit/primjit.h include/primjit/version.h include/primjit/builder.h
+          include/primjit/ir/node_kinds.def bin/primjit-opt)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "install is missing ${f}")
   endif()
 endforeach()
+
+# The installed primjit-opt runs from the prefix and finds its libraries there.
+run(${prefix}/bin/primjit-opt --list-passes)
+string(FIND "${last_output}" "VerifyWellFormed" position)
+if(position EQUAL -1)
+  message(FATAL_ERROR "installed primjit-opt --list-passes lacks VerifyWellFormed:\n${last_output}")
+endif()
 
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
@@ -31,7 +39,7 @@ run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
 message(STATUS "consumer output:\n${last_output}")
 foreach(expected "primjit 0." "caught primjit::Error: n must be positive, got -3"
-                 "add(40, 2) = 42" "consumer ok")
+                 "add(40, 2) = 42" "built scale with 1 params" "consumer ok")
   string(FIND "${last_output}" "${expected}" position)
   if(position EQUAL -1)
     message(FATAL_ERROR "consumer output lacks '${expected}'")

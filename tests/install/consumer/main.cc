@@ -1,4 +1,6 @@
-// Uses the installed primjit: version, the error macros, and the JIT through the self-test.
+// Uses the installed primjit: version, the error macros, the builder, and the JIT through the
+// self-test.
+#include <primjit/builder.h>
 #include <primjit/primjit.h>
 
 #include <cstdio>
@@ -17,6 +19,13 @@ int main() {
   } catch (const primjit::Error& error) {
     std::printf("caught primjit::Error: %s\n", error.what());
   }
+  namespace pb = primjit::builder;
+  pb::FunctionBuilder f("scale");
+  pb::Var n = f.dim("n");
+  pb::BufferRef A = f.arg_buffer("A", {n});
+  f.for_("i", n, [&](pb::Var i) { A[i] = A[i] * 2.0; });
+  primjit::PrimFunc func = f.finish();
+  std::printf("built %s with %zu params\n", func->global_symbol().c_str(), func->params.size());
   primjit::SelfTestResult result = primjit::toolchain_selftest();
   std::printf("add(40, 2) = %d\n", result.host_add_result);
   if (result.host_add_result != 42 || result.cubin_bytes == 0) return 1;

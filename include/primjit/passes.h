@@ -1,0 +1,73 @@
+// Passes over IRModules, their registry and the pass manager.
+//
+// Every pass is `IRModule -> IRModule`, registered under its class-style name
+// ("VerifyWellFormed", "FlattenBuffer", ...). A pass may take arguments, written after its
+// name in braces: "Specialize{n=128;m=64}". The default pipeline lists the passes in the
+// order of DESIGN.md; passes/pipeline.cc holds it with one reason per step.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "primjit/ir/function.h"
+
+namespace primjit::passes {
+
+/// Arguments of one pass invocation, e.g. {"n": "128"} for "Specialize{n=128}".
+using PassArgs = std::map<std::string, std::string>;
+
+struct Pass {
+  std::string name;
+  std::string summary;  // one line, shown by `primjit-opt --list-passes`
+  std::function<IRModule(const IRModule&, const PassArgs&)> run;
+};
+
+/// The pass named `name`; throws primjit::Error listing the registered passes if unknown.
+const Pass& get_pass(std::string_view name);
+/// Every registered pass, sorted by name.
+const std::vector<Pass>& registered_passes();
+
+/// The default lowering pipeline, first to last.
+std::vector<std::string> default_pipeline();
+
+/// Splits "A,B{k=v;k2=v2},C" into invocations "A", "B{k=v;k2=v2}", "C".
+std::vector<std::string> split_pass_list(std::string_view list);
+
+struct PassTiming {
+  std::string pass;
+  double milliseconds = 0;
+};
+
+struct RunOptions {
+  /// Run VerifyWellFormed after every pass (also turned on by PRIMJIT_VERIFY_EACH=1).
+  bool verify_each = false;
+  /// Print the module after every pass to `print_stream` (stderr when null).
+  bool print_after_all = false;
+  std::ostream* print_stream = nullptr;
+  /// Write the module before the first and after every pass as DIR/NN_<pass>.tir. Empty means
+  /// PRIMJIT_DUMP_IR when that is set, else no dump.
+  std::string dump_dir;
+  /// When set, receives the wall time of every pass, in order.
+  std::vector<PassTiming>* timings = nullptr;
+};
+
+/// Runs the named passes in order ("Name" or "Name{k=v;...}"). A failing verification names
+/// the pass that broke the IR.
+IRModule run_passes(IRModule module, const std::vector<std::string>& invocations,
+                    const RunOptions& options = {});
+/// Runs passes given as objects (they need not be registered), without arguments.
+IRModule run_passes(IRModule module, const std::vector<Pass>& passes,
+                    const RunOptions& options = {});
+
+// --- passes usable directly from C++ ---------------------------------------------------------
+
+/// Binds size variables / scalar parameters of `func` to values everywhere (signature, buffer
+/// shapes, body). A specialized scalar parameter stays in the signature and is asserted.
+PrimFunc specialize(const PrimFunc& func, const std::unordered_map<const VarNode*, Expr>& values);
+
+}  // namespace primjit::passes

@@ -1,0 +1,21 @@
+// Factories of the registered passes, one per pass file, in pipeline order.
+#pragma once
+
+#include "primjit/passes.h"
+
+namespace primjit::passes {
+
+Pass make_verify_well_formed_pass();
+Pass make_specialize_pass();
+Pass make_flatten_buffer_pass();
+Pass make_remove_no_op_pass();
+Pass make_convert_ssa_pass();
+Pass make_unroll_loops_pass();
+
+/// The RemoveNoOp rewrite on one statement (also used by Simplify).
+Stmt remove_no_op(const Stmt& body);
+
+/// Throws primjit::Error when `args` holds a key the pass does not take.
+void check_no_args(const std::string& pass, const PassArgs& args);
+
+}  // namespace primjit::passes

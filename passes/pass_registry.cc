@@ -1,0 +1,163 @@
+// The pass registry and the pass manager. Passes are listed once, here; each pass lives in its
+// own file and exposes a `Pass make_<name>_pass()` factory (declared in passes/pass_list.h).
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "passes/pass_list.h"
+#include "primjit/error.h"
+#include "primjit/ir/text.h"
+#include "primjit/ir/verify.h"
+#include "primjit/log.h"
+#include "primjit/passes.h"
+
+namespace primjit::passes {
+namespace {
+
+struct Invocation {
+  const Pass* pass;
+  PassArgs args;
+};
+
+Invocation parse_invocation(std::string_view text) {
+  size_t brace = text.find('{');
+  std::string_view name = text.substr(0, brace);
+  Invocation invocation{&get_pass(name), {}};
+  if (brace == std::string_view::npos) return invocation;
+  PRIMJIT_USER_CHECK(text.back() == '}')
+      << "pass arguments of '" << name << "' must end with '}': " << text;
+  std::string_view body = text.substr(brace + 1, text.size() - brace - 2);
+  while (!body.empty()) {
+    size_t end = body.find(';');
+    std::string_view item = body.substr(0, end);
+    size_t eq = item.find('=');
+    PRIMJIT_USER_CHECK(eq != std::string_view::npos && eq > 0)
+        << "pass argument '" << item << "' of " << name << " must look like key=value";
+    invocation.args[std::string(item.substr(0, eq))] = std::string(item.substr(eq + 1));
+    if (end == std::string_view::npos) break;
+    body = body.substr(end + 1);
+  }
+  return invocation;
+}
+
+void dump(const std::string& dir, int index, const std::string& label, const IRModule& module) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  PRIMJIT_USER_CHECK(!ec) << "PRIMJIT_DUMP_IR: cannot create directory '" << dir
+                          << "': " << ec.message();
+  char prefix[16];
+  std::snprintf(prefix, sizeof(prefix), "%02d_", index);
+  std::filesystem::path path = std::filesystem::path(dir) / (prefix + label + ".tir");
+  std::ofstream out(path);
+  out << print(module);
+  PRIMJIT_USER_CHECK(out.good()) << "PRIMJIT_DUMP_IR: cannot write '" << path.string() << "'";
+}
+
+}  // namespace
+
+void check_no_args(const std::string& pass, const PassArgs& args) {
+  PRIMJIT_USER_CHECK(args.empty()) << "pass " << pass << " takes no arguments, got '"
+                                   << args.begin()->first << "'";
+}
+
+const std::vector<Pass>& registered_passes() {
+  static const std::vector<Pass> passes = [] {
+    std::vector<Pass> list = {
+        make_verify_well_formed_pass(),
+        make_specialize_pass(),
+        make_flatten_buffer_pass(),
+        make_remove_no_op_pass(),
+        make_convert_ssa_pass(),
+        make_unroll_loops_pass(),
+    };
+    std::sort(list.begin(), list.end(), [](const Pass& a, const Pass& b) { return a.name < b.name; });
+    return list;
+  }();
+  return passes;
+}
+
+const Pass& get_pass(std::string_view name) {
+  for (const Pass& pass : registered_passes()) {
+    if (pass.name == name) return pass;
+  }
+  std::string names;
+  for (const Pass& pass : registered_passes()) names += (names.empty() ? "" : ", ") + pass.name;
+  PRIMJIT_USER_ERROR() << "unknown pass '" << name << "'; registered passes: " << names;
+}
+
+std::vector<std::string> split_pass_list(std::string_view list) {
+  std::vector<std::string> out;
+  std::string current;
+  int depth = 0;
+  for (char ch : list) {
+    if (ch == '{') ++depth;
+    if (ch == '}') --depth;
+    if (ch == ',' && depth == 0) {
+      if (!current.empty()) out.push_back(current);
+      current.clear();
+      continue;
+    }
+    current += ch;
+  }
+  if (!current.empty()) out.push_back(current);
+  return out;
+}
+
+namespace {
+
+IRModule run_steps(IRModule module, const std::vector<Invocation>& steps,
+                   const RunOptions& options) {
+  const char* verify_env = std::getenv("PRIMJIT_VERIFY_EACH");
+  bool verify_each = options.verify_each || (verify_env != nullptr && std::string(verify_env) == "1");
+  std::string dump_dir = options.dump_dir;
+  if (const char* env = std::getenv("PRIMJIT_DUMP_IR"); dump_dir.empty() && env != nullptr) {
+    dump_dir = env;
+  }
+  std::ostream& out = options.print_stream != nullptr ? *options.print_stream : std::cerr;
+  if (!dump_dir.empty()) dump(dump_dir, 0, "input", module);
+
+  int index = 0;
+  for (const Invocation& step : steps) {
+    auto start = std::chrono::steady_clock::now();
+    module = step.pass->run(module, step.args);
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (options.timings != nullptr) options.timings->push_back({step.pass->name, ms});
+    PRIMJIT_LOG_DEBUG << "pass " << step.pass->name << " took " << ms << " ms";
+    if (verify_each) {
+      std::vector<std::string> errors = well_formed_errors(module);
+      if (!errors.empty()) {
+        std::string list;
+        for (const std::string& e : errors) list += "\n  - " + e;
+        PRIMJIT_USER_ERROR() << "the IR is not well formed after pass " << step.pass->name << ":"
+                             << list;
+      }
+    }
+    ++index;
+    if (!dump_dir.empty()) dump(dump_dir, index, step.pass->name, module);
+    if (options.print_after_all) {
+      out << "# IR after " << step.pass->name << "\n" << print(module) << "\n";
+    }
+  }
+  return module;
+}
+
+}  // namespace
+
+IRModule run_passes(IRModule module, const std::vector<std::string>& invocations,
+                    const RunOptions& options) {
+  std::vector<Invocation> steps;
+  for (const std::string& text : invocations) steps.push_back(parse_invocation(text));
+  return run_steps(std::move(module), steps, options);
+}
+
+IRModule run_passes(IRModule module, const std::vector<Pass>& passes, const RunOptions& options) {
+  std::vector<Invocation> steps;
+  for (const Pass& pass : passes) steps.push_back(Invocation{&pass, {}});
+  return run_steps(std::move(module), steps, options);
+}
+
+}  // namespace primjit::passes

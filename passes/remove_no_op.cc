@@ -1,0 +1,136 @@
+// RemoveNoOp: drops statements that do nothing.
+//
+// Requires: nothing.
+// Ensures:  no Evaluate of a side-effect-free expression (`T.evaluate(0)`), no loop, launch or
+//           attribute whose body does nothing (or whose extent is the constant 0), no branch
+//           whose bodies do nothing, no `else` that does nothing, and no Bind whose variable is
+//           never used and whose value has no side effect. A function whose body becomes empty
+//           keeps a single `T.evaluate(0)`. While loops are kept (their condition decides
+//           termination).
+// Example:
+//   x: T.int32 = n * 2                   =>      A[0] = T.float32(1)
+//   for i in range(4): T.evaluate(0)
+//   A[0] = T.float32(1)
+#include <unordered_map>
+
+#include "passes/pass_list.h"
+#include "primjit/ir/functor.h"
+
+namespace primjit::passes {
+namespace {
+
+bool has_side_effect(const Expr& e) {
+  bool effect = false;
+  post_order_visit(e, [&](const Ref<Object>& node) {
+    if (const auto* call = node.as<Call>()) effect = effect || call->effect() == CallEffect::kSideEffect;
+  });
+  return effect;
+}
+
+bool is_no_op(const Stmt& s) {
+  if (const auto* eval = s.as<Evaluate>()) return !has_side_effect(eval->value);
+  return false;
+}
+
+// How often each variable occurs in expressions (definitions excluded).
+class UseCounter : public StmtExprVisitor {
+ public:
+  std::unordered_map<const VarNode*, int> uses;
+  void visit(const VarNode* op) override { ++uses[op]; }
+  void visit(const Bind* op) override { visit_expr(op->value); }
+  void visit_buffer_use(const Buffer& buffer) override { visit_buffer_def(buffer); }
+};
+
+class NoOpRemover : public StmtExprMutator {
+ public:
+  explicit NoOpRemover(const std::unordered_map<const VarNode*, int>& uses) : uses_(uses) {}
+
+  Stmt mutate(const Bind* op) override {
+    auto it = uses_.find(op->var.get());
+    bool unused = it == uses_.end() || it->second == 0;
+    if (unused && !has_side_effect(op->value)) return no_op();
+    return StmtExprMutator::mutate(op);
+  }
+
+  Stmt mutate(const SeqStmt* op) override {
+    std::vector<Stmt> kept;
+    bool changed = false;
+    for (const Stmt& s : op->seq) {
+      Stmt m = mutate_stmt(s);
+      changed = changed || !m.same_as(s);
+      if (is_no_op(m)) {
+        changed = true;
+        continue;
+      }
+      kept.push_back(std::move(m));
+    }
+    return changed ? SeqStmt::make(std::move(kept)) : Stmt(op);
+  }
+
+  Stmt mutate(const For* op) override {
+    Stmt s = StmtExprMutator::mutate(op);
+    const auto* loop = s.as<For>();
+    std::optional<int64_t> extent = as_const_int(loop->extent);
+    bool empty = is_no_op(loop->body) || (extent && *extent <= 0);
+    return empty && !has_side_effect(loop->min) && !has_side_effect(loop->extent) ? no_op() : s;
+  }
+
+  Stmt mutate(const AttrStmt* op) override {
+    Stmt s = StmtExprMutator::mutate(op);
+    const auto* attr = s.as<AttrStmt>();
+    return is_no_op(attr->body) && !has_side_effect(attr->value) ? no_op() : s;
+  }
+
+  Stmt mutate(const IfThenElse* op) override {
+    Stmt s = StmtExprMutator::mutate(op);
+    const auto* branch = s.as<IfThenElse>();
+    bool then_empty = is_no_op(branch->then_case);
+    bool else_empty = !branch->else_case.defined() || is_no_op(branch->else_case);
+    if (then_empty && else_empty) {
+      return has_side_effect(branch->condition) ? Evaluate::make(branch->condition) : no_op();
+    }
+    if (else_empty && branch->else_case.defined()) {
+      return IfThenElse::make(branch->condition, branch->then_case);
+    }
+    if (then_empty) {
+      return IfThenElse::make(Not::make(branch->condition), branch->else_case);
+    }
+    return s;
+  }
+
+ private:
+  static Stmt no_op() { return Evaluate::make(make_const(0)); }
+  const std::unordered_map<const VarNode*, int>& uses_;
+};
+
+}  // namespace
+
+Stmt remove_no_op(const Stmt& body) {
+  // Removing a Bind can leave another unused (x = 1; y = x): repeat until nothing changes.
+  Stmt current = body;
+  for (int round = 0; round < 16; ++round) {
+    UseCounter counter;
+    counter.visit_stmt(current);
+    Stmt next = NoOpRemover(counter.uses).mutate_stmt(current);
+    if (next.same_as(current)) break;
+    current = next;
+  }
+  return current;
+}
+
+Pass make_remove_no_op_pass() {
+  return Pass{"RemoveNoOp", "drop statements, loops, branches and Binds that do nothing",
+              [](const IRModule& module, const PassArgs& args) {
+                check_no_args("RemoveNoOp", args);
+                IRModule out = module;
+                for (const auto& [gvar, func] : module->functions) {
+                  Stmt body = remove_no_op(func->body);
+                  if (!body.same_as(func->body)) {
+                    out = out.with_function(gvar->name, func.with_body(body));
+                  }
+                }
+                return out;
+              }};
+}
+
+}  // namespace primjit::passes

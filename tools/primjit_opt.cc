@@ -1,0 +1,274 @@
+// primjit-opt: parse IR text, run passes, print the result.
+//
+//   primjit-opt FILE [--passes=P1,P2{key=value;...}] [--pipeline=default] [--target=cuda|llvm|emu]
+//               [--verify-each] [--print-after-all] [--check-expected] [--emit=tir|llvm|cuda|ptx]
+//               [--list-passes]
+//
+// FILE may be "-" for standard input. The parsed module is verified before any pass runs.
+// --check-expected reads a golden file: sections separated by lines `# -----`; a section
+// holding `# expected-error: TEXT` must fail (parse, verify or pass) with TEXT in the message;
+// any other section is an input whose expected result is the next section. Each input section
+// starts with a one-line comment stating the rule; a `# passes: P1,P2` line in an input
+// section runs those passes instead of the command line's. Prints "PASS: rule" / "FAIL: rule" per case
+// and a closing "N passed, M failed" line.
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "primjit/error.h"
+#include "primjit/ir.h"
+#include "primjit/ir/structural.h"
+#include "primjit/ir/text.h"
+#include "primjit/ir/verify.h"
+#include "primjit/passes.h"
+
+namespace {
+
+namespace pj = primjit;
+
+constexpr const char* kUsage =
+    "usage: primjit-opt FILE [--passes=P1,P2] [--pipeline=default] [--target=cuda|llvm|emu]\n"
+    "                   [--verify-each] [--print-after-all] [--check-expected]\n"
+    "                   [--emit=tir|llvm|cuda|ptx] [--list-passes]\n";
+
+struct Options {
+  std::string file;
+  std::vector<std::string> passes;
+  std::string target;
+  std::string emit = "tir";
+  bool verify_each = false;
+  bool print_after_all = false;
+  bool check_expected = false;
+  bool list_passes = false;
+};
+
+Options parse_args(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value_of = [&](const std::string& flag) -> std::optional<std::string> {
+      if (arg.rfind(flag + "=", 0) == 0) return arg.substr(flag.size() + 1);
+      return std::nullopt;
+    };
+    if (auto v = value_of("--passes")) {
+      for (std::string& p : pj::passes::split_pass_list(*v)) options.passes.push_back(std::move(p));
+    } else if (auto v = value_of("--pipeline")) {
+      PRIMJIT_USER_CHECK(*v == "default") << "unknown pipeline '" << *v << "'; use --pipeline=default";
+      for (std::string& p : pj::passes::default_pipeline()) options.passes.push_back(std::move(p));
+    } else if (auto v = value_of("--target")) {
+      PRIMJIT_USER_CHECK(*v == "cuda" || *v == "llvm" || *v == "emu")
+          << "unknown --target '" << *v << "'; use cuda, llvm or emu";
+      options.target = *v;
+    } else if (auto v = value_of("--emit")) {
+      PRIMJIT_USER_CHECK(*v == "tir" || *v == "llvm" || *v == "cuda" || *v == "ptx")
+          << "unknown --emit '" << *v << "'; use tir, llvm, cuda or ptx";
+      options.emit = *v;
+    } else if (arg == "--verify-each") {
+      options.verify_each = true;
+    } else if (arg == "--print-after-all") {
+      options.print_after_all = true;
+    } else if (arg == "--check-expected") {
+      options.check_expected = true;
+    } else if (arg == "--list-passes") {
+      options.list_passes = true;
+    } else if (arg == "-h" || arg == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
+      PRIMJIT_USER_ERROR() << "unknown option '" << arg << "'\n" << kUsage;
+    } else {
+      PRIMJIT_USER_CHECK(options.file.empty())
+          << "only one input file is accepted (got '" << options.file << "' and '" << arg << "')";
+      options.file = arg;
+    }
+  }
+  PRIMJIT_USER_CHECK(options.list_passes || !options.file.empty()) << "no input file\n" << kUsage;
+  return options;
+}
+
+std::string read_input(const std::string& file) {
+  if (file == "-") {
+    std::ostringstream text;
+    text << std::cin.rdbuf();
+    return text.str();
+  }
+  std::ifstream in(file);
+  PRIMJIT_USER_CHECK(in.good()) << "cannot read '" << file << "'";
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Gives every function without a "target" attribute the requested target.
+pj::IRModule apply_target(pj::IRModule module, const std::string& kind) {
+  if (kind.empty()) return module;
+  pj::Target target = kind == "llvm" ? pj::Target::llvm()
+                      : kind == "cuda" ? pj::Target::cuda()
+                                       : pj::Target::emu();
+  for (const auto& [gvar, func] : module->functions) {
+    if (!func->target().defined()) module = module.with_function(gvar->name, func.with_attr("target", target));
+  }
+  return module;
+}
+
+pj::IRModule run(const pj::IRModule& input, const Options& options) {
+  pj::verify_well_formed(input);
+  pj::passes::RunOptions run_options;
+  run_options.verify_each = options.verify_each;
+  run_options.print_after_all = options.print_after_all;
+  return pj::passes::run_passes(apply_target(input, options.target), options.passes, run_options);
+}
+
+// --- golden files -----------------------------------------------------------------------------
+
+struct Section {
+  std::string text;
+  int first_line = 1;
+};
+
+std::vector<Section> split_sections(const std::string& text) {
+  std::vector<Section> sections(1);
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line == "# -----") {
+      sections.push_back(Section{"", number + 1});
+      continue;
+    }
+    sections.back().text += line + "\n";
+  }
+  return sections;
+}
+
+// The section's first comment line: the rule it states.
+std::string rule_of(const Section& section) {
+  std::istringstream in(section.text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("# expected-error:", 0) == 0 || line.rfind("# from ", 0) == 0 ||
+        line.rfind("# passes:", 0) == 0) {
+      continue;
+    }
+    if (line.rfind("# ", 0) == 0) return line.substr(2);
+  }
+  return "(no rule comment) at line " + std::to_string(section.first_line);
+}
+
+// The text after `prefix` on the section's first line that starts with it.
+std::optional<std::string> directive(const Section& section, const std::string& prefix) {
+  std::istringstream in(section.text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) == 0) {
+      std::string text = line.substr(prefix.size());
+      while (!text.empty() && text.front() == ' ') text.erase(text.begin());
+      return text;
+    }
+  }
+  return std::nullopt;
+}
+
+bool blank(const std::string& text) {
+  for (char ch : text) {
+    if (ch == '#') return false;  // comments count as content (a rule line)
+    if (ch != ' ' && ch != '\n' && ch != '\t') return false;
+  }
+  return true;
+}
+
+int check_expected(const std::string& text, const Options& options) {
+  std::vector<Section> sections = split_sections(text);
+  std::erase_if(sections, [](const Section& s) { return blank(s.text); });
+  int passed = 0;
+  int failed = 0;
+  auto fail = [&](const std::string& rule, const std::string& why) {
+    ++failed;
+    std::cout << "FAIL: " << rule << "\n" << why << "\n";
+  };
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const Section& input = sections[i];
+    std::string rule = rule_of(input);
+    std::string name = options.file + ":" + std::to_string(input.first_line);
+    Options section_options = options;
+    if (std::optional<std::string> passes = directive(input, "# passes:")) {
+      section_options.passes = pj::passes::split_pass_list(*passes);
+    }
+    if (std::optional<std::string> error = directive(input, "# expected-error:")) {
+      try {
+        run(pj::parse(input.text, name), section_options);
+        fail(rule, "  expected an error containing '" + *error + "', but the input was accepted");
+      } catch (const pj::Error& e) {
+        if (std::string(e.what()).find(*error) == std::string::npos) {
+          fail(rule, "  expected an error containing '" + *error + "', got:\n" + e.what());
+        } else {
+          ++passed;
+          std::cout << "PASS: " << rule << "\n";
+        }
+      }
+      continue;
+    }
+    if (i + 1 >= sections.size()) {
+      fail(rule, "  input at line " + std::to_string(input.first_line) +
+                     " has no expected section after it");
+      break;
+    }
+    const Section& expected_section = sections[++i];
+    try {
+      pj::IRModule actual = run(pj::parse(input.text, name), section_options);
+      pj::IRModule expected = pj::parse(
+          expected_section.text, options.file + ":" + std::to_string(expected_section.first_line));
+      if (std::optional<std::string> diff = pj::structural_diff(actual, expected)) {
+        fail(rule, "  difference: " + *diff + "\n--- actual:\n" + pj::print(actual) +
+                       "--- expected:\n" + pj::print(expected));
+      } else {
+        ++passed;
+        std::cout << "PASS: " << rule << "\n";
+      }
+    } catch (const pj::Error& e) {
+      fail(rule, std::string("  error: ") + e.what());
+    }
+  }
+  std::cout << passed << " passed, " << failed << " failed\n";
+  return failed == 0 && passed > 0 ? 0 : 1;
+}
+
+int main_impl(int argc, char** argv) {
+  Options options = parse_args(argc, argv);
+  if (options.list_passes) {
+    for (const pj::passes::Pass& pass : pj::passes::registered_passes()) {
+      std::cout << pass.name << "  " << pass.summary << "\n";
+    }
+    return 0;
+  }
+  std::string text = read_input(options.file);
+  if (options.check_expected) return check_expected(text, options);
+  PRIMJIT_USER_CHECK(options.emit == "tir")
+      << "--emit=" << options.emit
+      << " needs code generation, which this build of primjit-opt does not have yet; use "
+         "--emit=tir";
+  pj::IRModule result = run(pj::parse(text, options.file == "-" ? "<stdin>" : options.file), options);
+  std::cout << pj::print(result);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return main_impl(argc, argv);
+  } catch (const pj::ParseError& e) {
+    std::cerr << e.what() << "\n";  // already "FILE:LINE:COL: error: ..."
+    return 1;
+  } catch (const pj::Error& e) {
+    std::cerr << "primjit-opt: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "primjit-opt: internal error: " << e.what() << "\n";
+    return 2;
+  }
+}
