@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "examples/kernels.h"
+#include "primjit/ir/structural.h"
+#include "primjit/ir/text.h"
 
 // User code outside namespace primjit: operators on buffer elements must still be found.
 static primjit::PrimFunc scale_outside_namespace() {
@@ -41,6 +45,26 @@ std::string error_of(F&& f) {
     std::string message = error_of([&] { statement; });                                 \
     EXPECT_NE(message.find(text), std::string::npos) << "message: '" << message << "'"; \
   } while (0)
+
+// Each example equals the same function written in the text format (tests/ir/builder/).
+PrimFunc parse_file(const std::string& name) {
+  std::ifstream in(std::string(PRIMJIT_TEST_DATA_DIR) + "/builder/" + name + ".tir");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_FALSE(text.str().empty()) << name;
+  return parse(text.str(), name + ".tir")->lookup(name);
+}
+
+void expect_same(const std::string& name, const PrimFunc& built) {
+  PrimFunc written = parse_file(name);
+  std::optional<std::string> diff = structural_diff(built, written);
+  EXPECT_FALSE(diff.has_value()) << name << ": " << *diff << "\nbuilt:\n" << print(built, name);
+}
+
+TEST(Builder, VectorAddCpuMatchesItsText) { expect_same("vector_add_cpu", examples::vector_add_cpu()); }
+TEST(Builder, VectorAddCudaMatchesItsText) { expect_same("vector_add_cuda", examples::vector_add_cuda()); }
+TEST(Builder, RowSoftmaxMatchesItsText) { expect_same("row_softmax", examples::row_softmax()); }
+TEST(Builder, MatmulReluMatchesItsText) { expect_same("matmul_relu", examples::matmul_relu()); }
 
 TEST(Builder, ExamplesBuildAndVerify) {
   EXPECT_EQ(examples::vector_add_cpu()->params.size(), 3u);
