@@ -95,8 +95,8 @@ class SSAConverter : public StmtExprMutator {
     return scoped([&] {
       Ref<Object> node = op->node;
       if (iv != nullptr) {
-        Var var = launched_.count(iv->var.get()) > 0 ? current(iv->var.get())
-                                                      : define(iv->var.get());
+        Var var =
+            launched_.count(iv->var.get()) > 0 ? current(iv->var.get()) : define(iv->var.get());
         launched_.insert(iv->var.get());
         if (!var.same_as(iv->var)) node = IterVar::make(var, iv->thread_tag);
       }

@@ -153,8 +153,7 @@ class Flattener : public StmtExprMutator {
     if (op->buffer->dtype.element_of().is_bool()) {
       value = Cast::make(storage_dtype(value.dtype()), value);
     }
-    return BufferStore::make(it->second.flat, value,
-                             {flat_index(it->second.original, indices)});
+    return BufferStore::make(it->second.flat, value, {flat_index(it->second.original, indices)});
   }
 
   Stmt mutate(const AttrStmt* op) override {

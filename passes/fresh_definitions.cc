@@ -74,8 +74,8 @@ class FreshCopier : public StmtExprMutator {
 }  // namespace
 
 Var fresh_copy(const VarNode* var) {
-  return Var(new VarNode(var->name, var->dtype, var->pointee, var->storage_scope,
-                         var->is_size_var));
+  return Var(
+      new VarNode(var->name, var->dtype, var->pointee, var->storage_scope, var->is_size_var));
 }
 
 Stmt copy_with_fresh_definitions(const Stmt& stmt, const VarMap& pre) {

@@ -8,6 +8,7 @@ namespace primjit::passes {
 Pass make_verify_well_formed_pass();
 Pass make_specialize_pass();
 Pass make_flatten_buffer_pass();
+Pass make_simplify_pass();
 Pass make_remove_no_op_pass();
 Pass make_convert_ssa_pass();
 Pass make_unroll_loops_pass();

@@ -59,21 +59,19 @@ void dump(const std::string& dir, int index, const std::string& label, const IRM
 }  // namespace
 
 void check_no_args(const std::string& pass, const PassArgs& args) {
-  PRIMJIT_USER_CHECK(args.empty()) << "pass " << pass << " takes no arguments, got '"
-                                   << args.begin()->first << "'";
+  PRIMJIT_USER_CHECK(args.empty())
+      << "pass " << pass << " takes no arguments, got '" << args.begin()->first << "'";
 }
 
 const std::vector<Pass>& registered_passes() {
   static const std::vector<Pass> passes = [] {
     std::vector<Pass> list = {
-        make_verify_well_formed_pass(),
-        make_specialize_pass(),
-        make_flatten_buffer_pass(),
-        make_remove_no_op_pass(),
-        make_convert_ssa_pass(),
+        make_verify_well_formed_pass(), make_specialize_pass(),   make_flatten_buffer_pass(),
+        make_simplify_pass(),           make_remove_no_op_pass(), make_convert_ssa_pass(),
         make_unroll_loops_pass(),
     };
-    std::sort(list.begin(), list.end(), [](const Pass& a, const Pass& b) { return a.name < b.name; });
+    std::sort(list.begin(), list.end(),
+              [](const Pass& a, const Pass& b) { return a.name < b.name; });
     return list;
   }();
   return passes;
@@ -111,7 +109,8 @@ namespace {
 IRModule run_steps(IRModule module, const std::vector<Invocation>& steps,
                    const RunOptions& options) {
   const char* verify_env = std::getenv("PRIMJIT_VERIFY_EACH");
-  bool verify_each = options.verify_each || (verify_env != nullptr && std::string(verify_env) == "1");
+  bool verify_each =
+      options.verify_each || (verify_env != nullptr && std::string(verify_env) == "1");
   std::string dump_dir = options.dump_dir;
   if (const char* env = std::getenv("PRIMJIT_DUMP_IR"); dump_dir.empty() && env != nullptr) {
     dump_dir = env;

@@ -1,7 +1,8 @@
-// The default lowering pipeline, top to bottom, with the reason for each step. Later work adds
-// Specialize, FlattenBuffer, Simplify, RemoveNoOp, MergeSharedMemoryAllocations,
-// AnnotateDeviceRegions, SplitHostDevice, LowerDeviceKernelLaunch, MakePackedAPI and the storage
-// legalization passes here, in the order DESIGN.md gives.
+// The default lowering pipeline, top to bottom, with the reason for each step. Specialize runs
+// before it when the JIT specializes a call's shapes (it needs the values, so it is not listed).
+// The device passes (MergeSharedMemoryAllocations, AnnotateDeviceRegions, SplitHostDevice,
+// LowerDeviceKernelLaunch, MakePackedAPI, the storage legalizations) join this list in the
+// order DESIGN.md gives.
 #include "primjit/passes.h"
 
 namespace primjit::passes {
@@ -9,6 +10,9 @@ namespace primjit::passes {
 std::vector<std::string> default_pipeline() {
   return {
       "VerifyWellFormed",  // reject ill-scoped input before any pass relies on it
+      "FlattenBuffer",     // 1-D accesses: what the code generators and the merge pass expect
+      "Simplify",          // fold the index arithmetic flattening produced, prune dead branches
+      "RemoveNoOp",        // drop what simplification emptied
   };
 }
 

@@ -22,7 +22,8 @@ namespace {
 bool has_side_effect(const Expr& e) {
   bool effect = false;
   post_order_visit(e, [&](const Ref<Object>& node) {
-    if (const auto* call = node.as<Call>()) effect = effect || call->effect() == CallEffect::kSideEffect;
+    if (const auto* call = node.as<Call>())
+      effect = effect || call->effect() == CallEffect::kSideEffect;
   });
   return effect;
 }

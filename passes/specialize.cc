@@ -59,8 +59,8 @@ PrimFunc specialize(const PrimFunc& func, const std::unordered_map<const VarNode
   std::vector<Var> allowed = specializable_vars(func);
   VarMap map;
   for (const auto& [var, value] : values) {
-    PRIMJIT_USER_CHECK(std::any_of(allowed.begin(), allowed.end(),
-                                   [&](const Var& v) { return v.get() == var; }))
+    PRIMJIT_USER_CHECK(
+        std::any_of(allowed.begin(), allowed.end(), [&](const Var& v) { return v.get() == var; }))
         << "Specialize: '" << var->name
         << "' is neither a scalar parameter nor a variable of a parameter buffer's shape";
     map.emplace(var, as_value_of(var, value));
@@ -71,10 +71,10 @@ PrimFunc specialize(const PrimFunc& func, const std::unordered_map<const VarNode
   for (const Var& param : func->params) {
     auto it = map.find(param.get());
     if (it == map.end()) continue;
-    checks.push_back(AssertStmt::make(
-        EQ::make(param, it->second),
-        StringImm::make("Specialize: argument '" + param->name + "' must equal the value the "
-                        "function was specialized for")));
+    checks.push_back(AssertStmt::make(EQ::make(param, it->second),
+                                      StringImm::make("Specialize: argument '" + param->name +
+                                                      "' must equal the value the "
+                                                      "function was specialized for")));
   }
   if (checks.empty()) return out;
   checks.push_back(out->body);
@@ -82,44 +82,45 @@ PrimFunc specialize(const PrimFunc& func, const std::unordered_map<const VarNode
 }
 
 Pass make_specialize_pass() {
-  return Pass{
-      "Specialize", "bind size variables / scalar parameters to constants: Specialize{n=128;m=4}",
-      [](const IRModule& module, const PassArgs& args) {
-        PRIMJIT_USER_CHECK(!args.empty())
-            << "Specialize needs the values to bind, e.g. --passes=Specialize{n=128}";
-        std::set<std::string> used;
-        IRModule out = module;
-        for (const auto& [gvar, func] : module->functions) {
-          std::unordered_map<const VarNode*, Expr> values;
-          for (const Var& var : specializable_vars(func)) {
-            auto it = args.find(var->name);
-            if (it == args.end()) continue;
-            int64_t value = 0;
-            const std::string& text = it->second;
-            auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-            PRIMJIT_USER_CHECK(ec == std::errc() && end == text.data() + text.size())
-                << "Specialize: the value of '" << it->first << "' must be an integer, got '"
-                << text << "'";
-            for (const auto& [v, e] : values) {
-              PRIMJIT_USER_CHECK(v->name != var->name)
-                  << "Specialize: function '" << gvar->name << "' has two variables named '"
-                  << var->name << "'; specialize it through the C++ API instead";
-            }
-            PRIMJIT_USER_CHECK(var.dtype().is_integer())
-                << "Specialize: '" << var->name << "' is " << var.dtype()
-                << "; only integer variables can be specialized from the command line";
-            values.emplace(var.get(), IntImm::make(var.dtype(), value));
-            used.insert(it->first);
-          }
-          if (!values.empty()) out = out.with_function(gvar->name, specialize(func, values));
-        }
-        for (const auto& [name, value] : args) {
-          PRIMJIT_USER_CHECK(used.count(name) > 0)
-              << "Specialize: no function has a scalar parameter or shape variable named '"
-              << name << "'";
-        }
-        return out;
-      }};
+  return Pass{"Specialize",
+              "bind size variables / scalar parameters to constants: Specialize{n=128;m=4}",
+              [](const IRModule& module, const PassArgs& args) {
+                PRIMJIT_USER_CHECK(!args.empty())
+                    << "Specialize needs the values to bind, e.g. --passes=Specialize{n=128}";
+                std::set<std::string> used;
+                IRModule out = module;
+                for (const auto& [gvar, func] : module->functions) {
+                  std::unordered_map<const VarNode*, Expr> values;
+                  for (const Var& var : specializable_vars(func)) {
+                    auto it = args.find(var->name);
+                    if (it == args.end()) continue;
+                    int64_t value = 0;
+                    const std::string& text = it->second;
+                    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+                    PRIMJIT_USER_CHECK(ec == std::errc() && end == text.data() + text.size())
+                        << "Specialize: the value of '" << it->first
+                        << "' must be an integer, got '" << text << "'";
+                    for (const auto& [v, e] : values) {
+                      PRIMJIT_USER_CHECK(v->name != var->name)
+                          << "Specialize: function '" << gvar->name << "' has two variables named '"
+                          << var->name << "'; specialize it through the C++ API instead";
+                    }
+                    PRIMJIT_USER_CHECK(var.dtype().is_integer())
+                        << "Specialize: '" << var->name << "' is " << var.dtype()
+                        << "; only integer variables can be specialized from the command line";
+                    values.emplace(var.get(), IntImm::make(var.dtype(), value));
+                    used.insert(it->first);
+                  }
+                  if (!values.empty())
+                    out = out.with_function(gvar->name, specialize(func, values));
+                }
+                for (const auto& [name, value] : args) {
+                  PRIMJIT_USER_CHECK(used.count(name) > 0)
+                      << "Specialize: no function has a scalar parameter or shape variable named '"
+                      << name << "'";
+                }
+                return out;
+              }};
 }
 
 }  // namespace primjit::passes

@@ -2,15 +2,16 @@
 //
 //   primjit-opt FILE [--passes=P1,P2{key=value;...}] [--pipeline=default] [--target=cuda|llvm|emu]
 //               [--verify-each] [--print-after-all] [--check-expected] [--emit=tir|llvm|cuda|ptx]
-//               [--list-passes]
+//               [--list-passes] [--no-verify-input]
 //
-// FILE may be "-" for standard input. The parsed module is verified before any pass runs.
+// FILE may be "-" for standard input. The parsed module is verified before any pass runs,
+// unless --no-verify-input (for passes such as ConvertSSA that repair ill-formed IR).
 // --check-expected reads a golden file: sections separated by lines `# -----`; a section
 // holding `# expected-error: TEXT` must fail (parse, verify or pass) with TEXT in the message;
 // any other section is an input whose expected result is the next section. Each input section
 // starts with a one-line comment stating the rule; a `# passes: P1,P2` line in an input
-// section runs those passes instead of the command line's. Prints "PASS: rule" / "FAIL: rule" per case
-// and a closing "N passed, M failed" line.
+// section runs those passes instead of the command line's. Prints "PASS: rule" / "FAIL: rule" per
+// case and a closing "N passed, M failed" line.
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -32,7 +33,7 @@ namespace pj = primjit;
 constexpr const char* kUsage =
     "usage: primjit-opt FILE [--passes=P1,P2] [--pipeline=default] [--target=cuda|llvm|emu]\n"
     "                   [--verify-each] [--print-after-all] [--check-expected]\n"
-    "                   [--emit=tir|llvm|cuda|ptx] [--list-passes]\n";
+    "                   [--emit=tir|llvm|cuda|ptx] [--list-passes] [--no-verify-input]\n";
 
 struct Options {
   std::string file;
@@ -43,6 +44,7 @@ struct Options {
   bool print_after_all = false;
   bool check_expected = false;
   bool list_passes = false;
+  bool verify_input = true;
 };
 
 Options parse_args(int argc, char** argv) {
@@ -56,7 +58,8 @@ Options parse_args(int argc, char** argv) {
     if (auto v = value_of("--passes")) {
       for (std::string& p : pj::passes::split_pass_list(*v)) options.passes.push_back(std::move(p));
     } else if (auto v = value_of("--pipeline")) {
-      PRIMJIT_USER_CHECK(*v == "default") << "unknown pipeline '" << *v << "'; use --pipeline=default";
+      PRIMJIT_USER_CHECK(*v == "default")
+          << "unknown pipeline '" << *v << "'; use --pipeline=default";
       for (std::string& p : pj::passes::default_pipeline()) options.passes.push_back(std::move(p));
     } else if (auto v = value_of("--target")) {
       PRIMJIT_USER_CHECK(*v == "cuda" || *v == "llvm" || *v == "emu")
@@ -72,6 +75,8 @@ Options parse_args(int argc, char** argv) {
       options.print_after_all = true;
     } else if (arg == "--check-expected") {
       options.check_expected = true;
+    } else if (arg == "--no-verify-input") {
+      options.verify_input = false;
     } else if (arg == "--list-passes") {
       options.list_passes = true;
     } else if (arg == "-h" || arg == "--help") {
@@ -105,17 +110,18 @@ std::string read_input(const std::string& file) {
 // Gives every function without a "target" attribute the requested target.
 pj::IRModule apply_target(pj::IRModule module, const std::string& kind) {
   if (kind.empty()) return module;
-  pj::Target target = kind == "llvm" ? pj::Target::llvm()
+  pj::Target target = kind == "llvm"   ? pj::Target::llvm()
                       : kind == "cuda" ? pj::Target::cuda()
                                        : pj::Target::emu();
   for (const auto& [gvar, func] : module->functions) {
-    if (!func->target().defined()) module = module.with_function(gvar->name, func.with_attr("target", target));
+    if (!func->target().defined())
+      module = module.with_function(gvar->name, func.with_attr("target", target));
   }
   return module;
 }
 
 pj::IRModule run(const pj::IRModule& input, const Options& options) {
-  pj::verify_well_formed(input);
+  if (options.verify_input) pj::verify_well_formed(input);
   pj::passes::RunOptions run_options;
   run_options.verify_each = options.verify_each;
   run_options.print_after_all = options.print_after_all;
@@ -251,7 +257,8 @@ int main_impl(int argc, char** argv) {
       << "--emit=" << options.emit
       << " needs code generation, which this build of primjit-opt does not have yet; use "
          "--emit=tir";
-  pj::IRModule result = run(pj::parse(text, options.file == "-" ? "<stdin>" : options.file), options);
+  pj::IRModule result =
+      run(pj::parse(text, options.file == "-" ? "<stdin>" : options.file), options);
   std::cout << pj::print(result);
   return 0;
 }

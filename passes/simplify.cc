@@ -1,0 +1,156 @@
+// Simplify: the arithmetic simplifier over statements.
+//
+// Requires: nothing.
+// Ensures:  every expression is simplified (primjit/arith.h) under what its position knows:
+//           the ranges of enclosing loop and thread variables, earlier Binds of the same scope,
+//           the condition of an enclosing branch (negated in `else`) and asserts that came
+//           before. A branch whose condition is proven is replaced by the branch taken; a loop
+//           proven empty, a `while` proven false and an assert proven true are removed.
+//           Buffer shapes are left as they are.
+// Example:
+//   for i in range(4):                          for i in range(4):
+//       for j in range(16):           =>            for j in range(16):
+//           if i * 16 + j < 64:                         A[i * 16 + j] = T.float32(0)
+//               A[(i * 16 + j) // 16 * 16 + j] = T.float32(0)
+#include "passes/pass_list.h"
+#include "primjit/arith.h"
+#include "primjit/ir/functor.h"
+
+namespace primjit::passes {
+namespace {
+
+bool is_const_true(const Expr& e) {
+  std::optional<int64_t> c = as_const_int(e);
+  return c && *c != 0 && e.dtype().is_bool();
+}
+bool is_const_false(const Expr& e) {
+  std::optional<int64_t> c = as_const_int(e);
+  return c && *c == 0 && e.dtype().is_bool();
+}
+
+Stmt no_op() { return Evaluate::make(make_const(0)); }
+bool is_produced_no_op(const Stmt& s) {
+  const auto* eval = s.as<Evaluate>();
+  return eval != nullptr && eval->value.as<IntImm>() != nullptr;
+}
+
+class StmtSimplifier : public StmtExprMutator {
+ public:
+  // Each expression in statement position is simplified as a whole by the analyzer, which
+  // handles nested expressions (and Let scopes) itself.
+  Expr mutate_expr(const Expr& expr) override { return analyzer_.simplify(expr); }
+
+  // Buffer fields are kept: rewriting them would change buffer identities for no gain.
+  Buffer mutate_buffer_def(const Buffer& buffer) override { return buffer; }
+
+  Stmt mutate(const Bind* op) override {
+    Expr value = mutate_expr(op->value);
+    if (value.dtype().is_int_or_bool() && value.dtype().is_scalar()) {
+      analyzer_.bind(op->var, value);  // known for the rest of the enclosing scope
+    }
+    return value.same_as(op->value) ? Stmt(op) : Bind::make(op->var, value);
+  }
+
+  Stmt mutate(const For* op) override {
+    Expr min = mutate_expr(op->min);
+    Expr extent = mutate_expr(op->extent);
+    if (analyzer_.can_prove(LE::make(extent, IntImm::make(extent.dtype(), 0)))) return no_op();
+    Stmt body = analyzer_.with_scope([&] {
+      analyzer_.bind(op->loop_var, min, extent);
+      return mutate_stmt(op->body);
+    });
+    if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) {
+      return Stmt(op);
+    }
+    return For::make(op->loop_var, min, extent, op->for_kind, body, op->thread_tag,
+                     op->annotations);
+  }
+
+  Stmt mutate(const AttrStmt* op) override {
+    Expr value = mutate_expr(op->value);
+    const IterVarNode* iv = op->iter_var();
+    Stmt body = analyzer_.with_scope([&] {
+      if (iv != nullptr && op->key == "thread_extent") {
+        analyzer_.bind(iv->var, IntImm::make(value.dtype(), 0), value);
+      }
+      return mutate_stmt(op->body);
+    });
+    if (value.same_as(op->value) && body.same_as(op->body)) return Stmt(op);
+    return AttrStmt::make(op->node, op->key, value, body);
+  }
+
+  Stmt mutate(const IfThenElse* op) override {
+    Expr cond = mutate_expr(op->condition);
+    if (is_const_true(cond))
+      return analyzer_.with_scope([&] { return mutate_stmt(op->then_case); });
+    if (is_const_false(cond)) {
+      if (!op->else_case.defined()) return no_op();
+      return analyzer_.with_scope([&] { return mutate_stmt(op->else_case); });
+    }
+    Stmt then_case = analyzer_.with_scope([&] {
+      analyzer_.assume(cond);
+      return mutate_stmt(op->then_case);
+    });
+    Stmt else_case;
+    if (op->else_case.defined()) {
+      else_case = analyzer_.with_scope([&] {
+        analyzer_.assume(Not::make(cond));
+        return mutate_stmt(op->else_case);
+      });
+    }
+    if (cond.same_as(op->condition) && then_case.same_as(op->then_case) &&
+        else_case.same_as(op->else_case)) {
+      return Stmt(op);
+    }
+    return IfThenElse::make(cond, then_case, else_case);
+  }
+
+  Stmt mutate(const While* op) override {
+    Expr cond = mutate_expr(op->condition);
+    if (is_const_false(cond)) return no_op();
+    Stmt body = analyzer_.with_scope([&] { return mutate_stmt(op->body); });
+    if (cond.same_as(op->condition) && body.same_as(op->body)) return Stmt(op);
+    return While::make(cond, body);
+  }
+
+  Stmt mutate(const AssertStmt* op) override {
+    Expr cond = mutate_expr(op->condition);
+    if (is_const_true(cond)) return no_op();
+    analyzer_.assume(cond);  // later statements run only when it held
+    return cond.same_as(op->condition) ? Stmt(op) : AssertStmt::make(cond, op->message);
+  }
+
+  Stmt mutate(const SeqStmt* op) override {
+    std::vector<Stmt> kept;
+    bool changed = false;
+    for (const Stmt& s : op->seq) {
+      Stmt m = mutate_stmt(s);
+      changed = changed || !m.same_as(s);
+      if (is_produced_no_op(m) && !is_produced_no_op(s)) continue;  // a branch or loop we removed
+      kept.push_back(std::move(m));
+    }
+    return changed ? SeqStmt::make(std::move(kept)) : Stmt(op);
+  }
+
+ private:
+  arith::Analyzer analyzer_;
+};
+
+}  // namespace
+
+Pass make_simplify_pass() {
+  return Pass{"Simplify", "simplify expressions under loop/thread bounds; fold proven branches",
+              [](const IRModule& module, const PassArgs& args) {
+                check_no_args("Simplify", args);
+                IRModule out = module;
+                for (const auto& [gvar, func] : module->functions) {
+                  Stmt body = StmtSimplifier().mutate_stmt(func->body);
+                  if (!body.same_as(func->body)) {
+                    out = out.with_function(gvar->name, func.with_body(body));
+                  }
+                }
+                return out;
+              }};
+}
+
+}  // namespace primjit::passes
