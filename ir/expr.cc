@@ -19,8 +19,8 @@ void check_same_dtype(const char* node, const Expr& a, const Expr& b) {
   check_defined(a, node, "a");
   check_defined(b, node, "b");
   PRIMJIT_USER_CHECK(a.dtype() == b.dtype())
-      << node << ": operands must have the same dtype, got " << a.dtype() << " and "
-      << b.dtype() << " (insert a Cast)";
+      << node << ": operands must have the same dtype, got " << a.dtype() << " and " << b.dtype()
+      << " (insert a Cast)";
 }
 
 void check_numeric(const char* node, DataType t) {
@@ -150,8 +150,8 @@ Var Var::make(std::string name, DataType dtype, bool is_size_var) {
 Var Var::make_pointer(std::string name, DataType element, std::string storage_scope) {
   PRIMJIT_USER_CHECK(!storage_scope.empty())
       << "pointer variable '" << name << "' needs a storage scope (e.g. \"global\")";
-  return Var(new VarNode(std::move(name), DataType::Handle(), element, std::move(storage_scope),
-                         false));
+  return Var(
+      new VarNode(std::move(name), DataType::Handle(), element, std::move(storage_scope), false));
 }
 
 Var Var::make_handle(std::string name) {
@@ -268,11 +268,11 @@ Expr Not::make(Expr a) {
 Expr Select::make(Expr condition, Expr true_value, Expr false_value) {
   check_defined(condition, "Select", "condition");
   check_same_dtype("Select", true_value, false_value);
-  PRIMJIT_USER_CHECK(condition.dtype().is_bool() &&
-                     (condition.dtype().lanes() == 1 ||
-                      condition.dtype().lanes() == true_value.dtype().lanes()))
-      << "Select: condition must be bool with 1 or " << true_value.dtype().lanes()
-      << " lanes, got " << condition.dtype();
+  PRIMJIT_USER_CHECK(
+      condition.dtype().is_bool() &&
+      (condition.dtype().lanes() == 1 || condition.dtype().lanes() == true_value.dtype().lanes()))
+      << "Select: condition must be bool with 1 or " << true_value.dtype().lanes() << " lanes, got "
+      << condition.dtype();
   DataType t = true_value.dtype();
   return Expr(new Select(t, std::move(condition), std::move(true_value), std::move(false_value)));
 }
@@ -309,8 +309,7 @@ int access_lanes(const char* node, const Buffer& buffer, const std::vector<Expr>
   for (const Expr& index : indices) {
     PRIMJIT_USER_CHECK(index.defined()) << node << " of '" << buffer->name << "': undefined index";
     PRIMJIT_USER_CHECK(index.dtype().is_integer())
-        << node << " of '" << buffer->name << "': indices must be integers, got "
-        << index.dtype();
+        << node << " of '" << buffer->name << "': indices must be integers, got " << index.dtype();
     if (index.dtype().lanes() > 1) {
       PRIMJIT_USER_CHECK(lanes == 1)
           << node << " of '" << buffer->name << "': only one index may be a vector";

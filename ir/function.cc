@@ -18,8 +18,8 @@ PrimFunc PrimFunc::make(std::vector<Var> params, std::vector<std::pair<Var, Buff
   }
   size_t last = 0;
   for (const auto& [param, buffer] : buffer_map) {
-    auto it = std::find_if(params.begin(), params.end(),
-                           [&](const Var& p) { return p.same_as(param); });
+    auto it =
+        std::find_if(params.begin(), params.end(), [&](const Var& p) { return p.same_as(param); });
     PRIMJIT_USER_CHECK(it != params.end())
         << "buffer '" << (buffer.defined() ? buffer->name : "?") << "' is bound to '"
         << (param.defined() ? param->name : "?") << "', which is not a parameter";
@@ -122,8 +122,8 @@ PrimFunc IRModuleNode::lookup(const std::string& name) const {
   if (!func.defined()) {
     std::string names;
     for (const auto& [gvar, f] : functions) names += (names.empty() ? "" : ", ") + gvar->name;
-    PRIMJIT_USER_ERROR() << "the module has no function '" << name << "' (it has: "
-                         << (names.empty() ? "none" : names) << ")";
+    PRIMJIT_USER_ERROR() << "the module has no function '" << name
+                         << "' (it has: " << (names.empty() ? "none" : names) << ")";
   }
   return func;
 }

@@ -8,9 +8,9 @@ namespace primjit {
 
 void StmtExprVisitor::visit_expr(const Expr& expr) {
   switch (expr.kind()) {
-#define PRIMJIT_EXPR_NODE(Kind, Struct)                    \
-  case NodeKind::k##Kind:                                  \
-    visit(static_cast<const Struct*>(expr.get()));         \
+#define PRIMJIT_EXPR_NODE(Kind, Struct)            \
+  case NodeKind::k##Kind:                          \
+    visit(static_cast<const Struct*>(expr.get())); \
     return;
 #include "primjit/ir/node_kinds.def"
     default:
@@ -20,9 +20,9 @@ void StmtExprVisitor::visit_expr(const Expr& expr) {
 
 void StmtExprVisitor::visit_stmt(const Stmt& stmt) {
   switch (stmt.kind()) {
-#define PRIMJIT_STMT_NODE(Kind, Struct)                    \
-  case NodeKind::k##Kind:                                  \
-    visit(static_cast<const Struct*>(stmt.get()));         \
+#define PRIMJIT_STMT_NODE(Kind, Struct)            \
+  case NodeKind::k##Kind:                          \
+    visit(static_cast<const Struct*>(stmt.get())); \
     return;
 #include "primjit/ir/node_kinds.def"
     default:
@@ -48,10 +48,10 @@ void StmtExprVisitor::visit(const FloatImm*) {}
 void StmtExprVisitor::visit(const StringImm*) {}
 void StmtExprVisitor::visit(const VarNode*) {}
 
-#define PRIMJIT_VISIT_BINARY(Name)                  \
-  void StmtExprVisitor::visit(const Name* op) {     \
-    visit_expr(op->a);                              \
-    visit_expr(op->b);                              \
+#define PRIMJIT_VISIT_BINARY(Name)              \
+  void StmtExprVisitor::visit(const Name* op) { \
+    visit_expr(op->a);                          \
+    visit_expr(op->b);                          \
   }
 PRIMJIT_VISIT_BINARY(Add)
 PRIMJIT_VISIT_BINARY(Sub)
@@ -197,9 +197,9 @@ Buffer StmtExprMutator::mutate_buffer_def(const Buffer& buffer) {
   PRIMJIT_ICHECK(data_var != nullptr)
       << "buffer '" << buffer->name << "': data must stay a variable, got "
       << node_kind_name(data.kind());
-  Buffer result = Buffer::make(Var(data_var), buffer->dtype, std::move(shape), std::move(strides),
-                               std::move(offset), buffer->name, buffer->data_alignment,
-                               buffer->offset_factor);
+  Buffer result =
+      Buffer::make(Var(data_var), buffer->dtype, std::move(shape), std::move(strides),
+                   std::move(offset), buffer->name, buffer->data_alignment, buffer->offset_factor);
   remap_buffer(buffer, result);
   return result;
 }
@@ -228,12 +228,12 @@ Expr StmtExprMutator::mutate(const FloatImm* op) { return Expr(op); }
 Expr StmtExprMutator::mutate(const StringImm* op) { return Expr(op); }
 Expr StmtExprMutator::mutate(const VarNode* op) { return Expr(op); }
 
-#define PRIMJIT_MUTATE_BINARY(Name)                          \
-  Expr StmtExprMutator::mutate(const Name* op) {             \
-    Expr a = mutate_expr(op->a);                             \
-    Expr b = mutate_expr(op->b);                             \
+#define PRIMJIT_MUTATE_BINARY(Name)                            \
+  Expr StmtExprMutator::mutate(const Name* op) {               \
+    Expr a = mutate_expr(op->a);                               \
+    Expr b = mutate_expr(op->b);                               \
     if (a.same_as(op->a) && b.same_as(op->b)) return Expr(op); \
-    return Name::make(std::move(a), std::move(b));           \
+    return Name::make(std::move(a), std::move(b));             \
   }
 PRIMJIT_MUTATE_BINARY(Add)
 PRIMJIT_MUTATE_BINARY(Sub)

@@ -122,8 +122,8 @@ const char* for_kind_name(ForKind kind) {
   return "?";
 }
 
-Stmt For::make(Var loop_var, Expr min, Expr extent, ForKind kind, Stmt body,
-               std::string thread_tag, Annotations annotations) {
+Stmt For::make(Var loop_var, Expr min, Expr extent, ForKind kind, Stmt body, std::string thread_tag,
+               Annotations annotations) {
   PRIMJIT_USER_CHECK(loop_var.defined()) << "For: loop variable is undefined";
   const std::string& name = loop_var->name;
   PRIMJIT_USER_CHECK(loop_var.dtype().is_integer() && loop_var.dtype().is_scalar())
@@ -139,8 +139,8 @@ Stmt For::make(Var loop_var, Expr min, Expr extent, ForKind kind, Stmt body,
       << "only allowed there";
   PRIMJIT_USER_CHECK(thread_tag.empty() || is_thread_tag(thread_tag))
       << "loop over '" << name << "': unknown thread tag \"" << thread_tag << "\"";
-  return Stmt(new For(std::move(loop_var), std::move(min), std::move(extent), kind,
-                      std::move(body), std::move(thread_tag), std::move(annotations)));
+  return Stmt(new For(std::move(loop_var), std::move(min), std::move(extent), kind, std::move(body),
+                      std::move(thread_tag), std::move(annotations)));
 }
 
 Stmt While::make(Expr condition, Stmt body) {

@@ -26,7 +26,9 @@ Target Target::make(std::string kind, std::string arch, Target host) {
 }
 
 Target Target::llvm() { return make("llvm"); }
-Target Target::cuda(std::string arch, Target host) { return make("cuda", std::move(arch), std::move(host)); }
+Target Target::cuda(std::string arch, Target host) {
+  return make("cuda", std::move(arch), std::move(host));
+}
 Target Target::emu(Target host) { return make("emu", "", std::move(host)); }
 
 std::string Target::str() const {

@@ -29,8 +29,8 @@ std::string brief(const Stmt& stmt) {
 
 struct Definition {
   std::string function;
-  std::string where;       // the defining statement (or "parameter"/"buffer_map")
-  bool thread = false;     // defined by a thread_extent launch
+  std::string where;    // the defining statement (or "parameter"/"buffer_map")
+  bool thread = false;  // defined by a thread_extent launch
   std::string thread_tag;
 };
 
@@ -150,9 +150,7 @@ class FunctionChecker : public StmtExprVisitor {
   void visit_buffer_use(const Buffer& buffer) override { use_buffer(buffer.get()); }
 
  private:
-  std::string location() const {
-    return current_.defined() ? brief(current_) : context_;
-  }
+  std::string location() const { return current_.defined() ? brief(current_) : context_; }
 
   // Runs `body` in a new scope; what it defines stops being visible when it returns.
   template <typename F>
@@ -177,8 +175,8 @@ class FunctionChecker : public StmtExprVisitor {
     auto previous = state_.var_defs.find(node);
     if (previous != state_.var_defs.end()) {
       const Definition& first = previous->second;
-      bool relaunch = thread && first.thread && first.function == function_ &&
-                      visible_vars_.count(node) == 0;
+      bool relaunch =
+          thread && first.thread && first.function == function_ && visible_vars_.count(node) == 0;
       if (relaunch) {
         if (first.thread_tag != tag) {
           state_.error("thread variable '" + var->name + "' is launched as " + first.thread_tag +

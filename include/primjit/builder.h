@@ -46,7 +46,8 @@ inline Expr literal(DataType dtype, double value, bool is_integral_literal) {
   if (scalar.is_floating()) {
     e = FloatImm::make(scalar, value);
   } else if (scalar.is_int_or_bool()) {
-    PRIMJIT_USER_CHECK(is_integral_literal || value == static_cast<double>(static_cast<int64_t>(value)))
+    PRIMJIT_USER_CHECK(is_integral_literal ||
+                       value == static_cast<double>(static_cast<int64_t>(value)))
         << "the literal " << value << " cannot be used with an operand of dtype " << dtype
         << " (insert a cast)";
     e = IntImm::make(scalar, static_cast<int64_t>(value));
@@ -71,35 +72,35 @@ inline void check_operand(const Expr& e, const char* op) {
 
 }  // namespace builder_detail
 
-#define PRIMJIT_BUILDER_BINARY_OPERATOR(op, make_expr)                                      \
-  inline Expr operator op(const Expr& a, const Expr& b) {                                   \
-    builder_detail::check_operand(a, #op);                                                  \
-    builder_detail::check_operand(b, #op);                                                  \
-    return make_expr;                                                                       \
-  }                                                                                         \
-  inline Expr operator op(const Expr& a, int b) {                                           \
-    builder_detail::check_operand(a, #op);                                                  \
-    return a op builder_detail::int_literal(a.dtype(), b);                                  \
-  }                                                                                         \
-  inline Expr operator op(const Expr& a, int64_t b) {                                       \
-    builder_detail::check_operand(a, #op);                                                  \
-    return a op builder_detail::int_literal(a.dtype(), b);                                  \
-  }                                                                                         \
-  inline Expr operator op(const Expr& a, double b) {                                        \
-    builder_detail::check_operand(a, #op);                                                  \
-    return a op builder_detail::literal(a.dtype(), b, false);                               \
-  }                                                                                         \
-  inline Expr operator op(int a, const Expr& b) {                                           \
-    builder_detail::check_operand(b, #op);                                                  \
-    return builder_detail::int_literal(b.dtype(), a) op b;                                  \
-  }                                                                                         \
-  inline Expr operator op(int64_t a, const Expr& b) {                                       \
-    builder_detail::check_operand(b, #op);                                                  \
-    return builder_detail::int_literal(b.dtype(), a) op b;                                  \
-  }                                                                                         \
-  inline Expr operator op(double a, const Expr& b) {                                        \
-    builder_detail::check_operand(b, #op);                                                  \
-    return builder_detail::literal(b.dtype(), a, false) op b;                               \
+#define PRIMJIT_BUILDER_BINARY_OPERATOR(op, make_expr)        \
+  inline Expr operator op(const Expr& a, const Expr& b) {     \
+    builder_detail::check_operand(a, #op);                    \
+    builder_detail::check_operand(b, #op);                    \
+    return make_expr;                                         \
+  }                                                           \
+  inline Expr operator op(const Expr& a, int b) {             \
+    builder_detail::check_operand(a, #op);                    \
+    return a op builder_detail::int_literal(a.dtype(), b);    \
+  }                                                           \
+  inline Expr operator op(const Expr& a, int64_t b) {         \
+    builder_detail::check_operand(a, #op);                    \
+    return a op builder_detail::int_literal(a.dtype(), b);    \
+  }                                                           \
+  inline Expr operator op(const Expr& a, double b) {          \
+    builder_detail::check_operand(a, #op);                    \
+    return a op builder_detail::literal(a.dtype(), b, false); \
+  }                                                           \
+  inline Expr operator op(int a, const Expr& b) {             \
+    builder_detail::check_operand(b, #op);                    \
+    return builder_detail::int_literal(b.dtype(), a) op b;    \
+  }                                                           \
+  inline Expr operator op(int64_t a, const Expr& b) {         \
+    builder_detail::check_operand(b, #op);                    \
+    return builder_detail::int_literal(b.dtype(), a) op b;    \
+  }                                                           \
+  inline Expr operator op(double a, const Expr& b) {          \
+    builder_detail::check_operand(b, #op);                    \
+    return builder_detail::literal(b.dtype(), a, false) op b; \
   }
 
 PRIMJIT_BUILDER_BINARY_OPERATOR(+, Add::make(a, b))
@@ -164,12 +165,12 @@ inline constexpr DataType boolean = DataType::Bool();
 /// An expression or a C++ number (int32 for integers, float32 for floating literals).
 class ExprLike {
  public:
-  ExprLike(Expr e) : expr_(std::move(e)) {}                                   // NOLINT
-  ExprLike(int v) : expr_(make_const(v)) {}                                   // NOLINT
-  ExprLike(int64_t v) : expr_(IntImm::make(DataType::Int(64), v)) {}         // NOLINT
-  ExprLike(double v) : expr_(FloatImm::make(DataType::Float(32), v)) {}      // NOLINT
+  ExprLike(Expr e) : expr_(std::move(e)) {}                              // NOLINT
+  ExprLike(int v) : expr_(make_const(v)) {}                              // NOLINT
+  ExprLike(int64_t v) : expr_(IntImm::make(DataType::Int(64), v)) {}     // NOLINT
+  ExprLike(double v) : expr_(FloatImm::make(DataType::Float(32), v)) {}  // NOLINT
   template <typename T, typename = decltype(std::declval<const T&>().load())>
-  ExprLike(const T& element) : expr_(element.load()) {}                      // NOLINT
+  ExprLike(const T& element) : expr_(element.load()) {}  // NOLINT
   const Expr& expr() const { return expr_; }
   operator const Expr&() const { return expr_; }  // NOLINT
 
@@ -185,14 +186,24 @@ inline Expr select(const ExprLike& cond, const ExprLike& a, const ExprLike& b) {
   return Select::make(cond, a, b);
 }
 inline Expr min(const Expr& a, const Expr& b) { return Min::make(a, b); }
-inline Expr min(const Expr& a, double b) { return Min::make(a, builder_detail::literal(a.dtype(), b, false)); }
-inline Expr min(const Expr& a, int b) { return Min::make(a, builder_detail::int_literal(a.dtype(), b)); }
+inline Expr min(const Expr& a, double b) {
+  return Min::make(a, builder_detail::literal(a.dtype(), b, false));
+}
+inline Expr min(const Expr& a, int b) {
+  return Min::make(a, builder_detail::int_literal(a.dtype(), b));
+}
 inline Expr max(const Expr& a, const Expr& b) { return Max::make(a, b); }
-inline Expr max(const Expr& a, double b) { return Max::make(a, builder_detail::literal(a.dtype(), b, false)); }
-inline Expr max(const Expr& a, int b) { return Max::make(a, builder_detail::int_literal(a.dtype(), b)); }
+inline Expr max(const Expr& a, double b) {
+  return Max::make(a, builder_detail::literal(a.dtype(), b, false));
+}
+inline Expr max(const Expr& a, int b) {
+  return Max::make(a, builder_detail::int_literal(a.dtype(), b));
+}
 /// ceil(a / b) for non-negative integers: (a + b - 1) // b.
 inline Expr ceildiv(const Expr& a, const Expr& b) { return FloorDiv::make(a + b - 1, b); }
-inline Expr ceildiv(const Expr& a, int b) { return ceildiv(a, builder_detail::int_literal(a.dtype(), b)); }
+inline Expr ceildiv(const Expr& a, int b) {
+  return ceildiv(a, builder_detail::int_literal(a.dtype(), b));
+}
 inline Expr truncdiv(const Expr& a, const Expr& b) { return Div::make(a, b); }
 inline Expr truncmod(const Expr& a, const Expr& b) { return Mod::make(a, b); }
 
@@ -409,8 +420,13 @@ class FunctionBuilder {
     Var v = thread_var(tag, extent, loc);
     IterVar iv = IterVar::make(v, tag);
     Expr ext = extent.expr();
-    scope(loc, [&] { define(v); body(v); },
-          [&](Stmt s) { return AttrStmt::make(iv, "thread_extent", ext, std::move(s)); });
+    scope(
+        loc,
+        [&] {
+          define(v);
+          body(v);
+        },
+        [&](Stmt s) { return AttrStmt::make(iv, "thread_extent", ext, std::move(s)); });
   }
 
   void if_then(const ExprLike& cond, const Body& then_body, Loc loc = Loc::current()) {
@@ -535,8 +551,7 @@ class FunctionBuilder {
   }
   void check_signature_open(const Loc& loc) const {
     PRIMJIT_USER_CHECK(!body_started_)
-        << at(loc) << "arguments of '" << name_
-        << "' must be declared before its first statement";
+        << at(loc) << "arguments of '" << name_ << "' must be declared before its first statement";
   }
 
   void own(const Var& v) { owned_.insert(v.get()); }
@@ -653,7 +668,8 @@ class FunctionBuilder {
         << at(loc) << "loop '" << name << "': the bounds must be scalar integers, got "
         << min.dtype() << " and " << t;
     if (has_begin) {
-      if (min.as<IntImm>() != nullptr && !extent.as<IntImm>()) min = IntImm::make(t, as_const_int(min).value());
+      if (min.as<IntImm>() != nullptr && !extent.as<IntImm>())
+        min = IntImm::make(t, as_const_int(min).value());
       if (extent.as<IntImm>() != nullptr && !min.as<IntImm>()) {
         t = min.dtype();
         extent = IntImm::make(t, as_const_int(extent).value());
@@ -668,8 +684,13 @@ class FunctionBuilder {
       min = IntImm::make(t, 0);
     }
     Var v = Var::make(name, t);
-    scope(loc, [&] { define(v); body(v); },
-          [&](Stmt s) { return For::make(v, min, extent, kind, std::move(s)); });
+    scope(
+        loc,
+        [&] {
+          define(v);
+          body(v);
+        },
+        [&](Stmt s) { return For::make(v, min, extent, kind, std::move(s)); });
   }
 
   std::string name_;
@@ -711,11 +732,11 @@ inline ElementRef& ElementRef::operator=(const ExprLike& value) {
   Expr load = this->load();  // checks the index count
   Expr v = value.expr();
   // A C++ literal adopts the buffer's dtype.
-  if (const auto* imm = v.as<IntImm>(); imm != nullptr && load.dtype() != v.dtype() &&
-                                        v.dtype() == DataType::Int(32)) {
+  if (const auto* imm = v.as<IntImm>();
+      imm != nullptr && load.dtype() != v.dtype() && v.dtype() == DataType::Int(32)) {
     v = builder_detail::int_literal(load.dtype(), imm->value);
-  } else if (const auto* fimm = v.as<FloatImm>(); fimm != nullptr && load.dtype() != v.dtype() &&
-                                                  v.dtype() == DataType::Float(32)) {
+  } else if (const auto* fimm = v.as<FloatImm>();
+             fimm != nullptr && load.dtype() != v.dtype() && v.dtype() == DataType::Float(32)) {
     v = builder_detail::literal(load.dtype(), fimm->value, false);
   }
   PRIMJIT_USER_CHECK(v.dtype() == load.dtype())

@@ -21,15 +21,15 @@ class AttrValue {
   using Array = std::vector<AttrValue>;
 
   AttrValue() : value_(int64_t{0}) {}
-  AttrValue(bool v) : value_(v) {}                       // NOLINT: implicit by design
-  AttrValue(int v) : value_(int64_t{v}) {}               // NOLINT
-  AttrValue(int64_t v) : value_(v) {}                    // NOLINT
-  AttrValue(double v) : value_(v) {}                     // NOLINT
+  AttrValue(bool v) : value_(v) {}                      // NOLINT: implicit by design
+  AttrValue(int v) : value_(int64_t{v}) {}              // NOLINT
+  AttrValue(int64_t v) : value_(v) {}                   // NOLINT
+  AttrValue(double v) : value_(v) {}                    // NOLINT
   AttrValue(const char* v) : value_(std::string(v)) {}  // NOLINT
-  AttrValue(std::string v) : value_(std::move(v)) {}     // NOLINT
-  AttrValue(Target v) : value_(std::move(v)) {}          // NOLINT
-  AttrValue(Array v) : value_(std::move(v)) {}           // NOLINT
-  AttrValue(const Expr& v);                              // NOLINT
+  AttrValue(std::string v) : value_(std::move(v)) {}    // NOLINT
+  AttrValue(Target v) : value_(std::move(v)) {}         // NOLINT
+  AttrValue(Array v) : value_(std::move(v)) {}          // NOLINT
+  AttrValue(const Expr& v);                             // NOLINT
 
   bool is_bool() const { return std::holds_alternative<bool>(value_); }
   bool is_int() const { return std::holds_alternative<int64_t>(value_); }

@@ -131,7 +131,8 @@ class StringImm : public ExprNode {
   static Expr make(std::string value);
   const std::string value;
 
-  explicit StringImm(std::string value) : ExprNode(kKind, DataType::Handle()), value(std::move(value)) {}
+  explicit StringImm(std::string value)
+      : ExprNode(kKind, DataType::Handle()), value(std::move(value)) {}
 };
 
 class VarNode : public ExprNode {
@@ -168,14 +169,15 @@ class BinaryNode : public ExprNode {
   const Expr a;
   const Expr b;
 
-  BinaryNode(DataType dtype, Expr a, Expr b) : ExprNode(K, dtype), a(std::move(a)), b(std::move(b)) {}
+  BinaryNode(DataType dtype, Expr a, Expr b)
+      : ExprNode(K, dtype), a(std::move(a)), b(std::move(b)) {}
 };
 
-#define PRIMJIT_DECLARE_BINARY(Name)                                   \
-  class Name : public BinaryNode<Name, NodeKind::k##Name> {            \
-   public:                                                             \
-    using BinaryNode::BinaryNode;                                      \
-    static Expr make(Expr a, Expr b);                                  \
+#define PRIMJIT_DECLARE_BINARY(Name)                        \
+  class Name : public BinaryNode<Name, NodeKind::k##Name> { \
+   public:                                                  \
+    using BinaryNode::BinaryNode;                           \
+    static Expr make(Expr a, Expr b);                       \
   };
 PRIMJIT_DECLARE_BINARY(Add)
 PRIMJIT_DECLARE_BINARY(Sub)
@@ -238,7 +240,10 @@ class Let : public ExprNode {
   const Expr body;
 
   Let(DataType dtype, Var var, Expr value, Expr body)
-      : ExprNode(kKind, dtype), var(std::move(var)), value(std::move(value)), body(std::move(body)) {}
+      : ExprNode(kKind, dtype),
+        var(std::move(var)),
+        value(std::move(value)),
+        body(std::move(body)) {}
 };
 
 class BufferNode : public Object {
@@ -309,9 +314,9 @@ class Broadcast : public ExprNode {
 
 /// What a builtin may do besides computing its result.
 enum class CallEffect : uint8_t {
-  kPure,         // no side effects, result depends on the arguments only
-  kReadState,    // reads memory or state (result may change between calls)
-  kSideEffect,   // writes memory, synchronizes, or calls out
+  kPure,        // no side effects, result depends on the arguments only
+  kReadState,   // reads memory or state (result may change between calls)
+  kSideEffect,  // writes memory, synchronizes, or calls out
 };
 
 class OpNode : public Object {
@@ -351,7 +356,10 @@ class Call : public ExprNode {
   CallEffect effect() const;
 
   Call(DataType dtype, Op op, GlobalVar callee, std::vector<Expr> args)
-      : ExprNode(kKind, dtype), op(std::move(op)), callee(std::move(callee)), args(std::move(args)) {}
+      : ExprNode(kKind, dtype),
+        op(std::move(op)),
+        callee(std::move(callee)),
+        args(std::move(args)) {}
 };
 
 /// Names of every registered builtin op, sorted.

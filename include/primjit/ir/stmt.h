@@ -115,7 +115,10 @@ class BufferStore : public StmtNode {
   const std::vector<Expr> indices;
 
   BufferStore(Buffer buffer, Expr value, std::vector<Expr> indices)
-      : StmtNode(kKind), buffer(std::move(buffer)), value(std::move(value)), indices(std::move(indices)) {}
+      : StmtNode(kKind),
+        buffer(std::move(buffer)),
+        value(std::move(value)),
+        indices(std::move(indices)) {}
 };
 
 class AllocBuffer : public StmtNode {
@@ -188,7 +191,8 @@ class While : public StmtNode {
   const Expr condition;
   const Stmt body;
 
-  While(Expr condition, Stmt body) : StmtNode(kKind), condition(std::move(condition)), body(std::move(body)) {}
+  While(Expr condition, Stmt body)
+      : StmtNode(kKind), condition(std::move(condition)), body(std::move(body)) {}
 };
 
 class IfThenElse : public StmtNode {

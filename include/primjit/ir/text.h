@@ -15,7 +15,11 @@ namespace primjit {
 class ParseError : public Error {
  public:
   ParseError(const std::string& what, std::string file, int line, int column, std::string message)
-      : Error(what), file_(std::move(file)), line_(line), column_(column), message_(std::move(message)) {}
+      : Error(what),
+        file_(std::move(file)),
+        line_(line),
+        column_(column),
+        message_(std::move(message)) {}
   const std::string& file() const { return file_; }
   int line() const { return line_; }      // 1-based
   int column() const { return column_; }  // 1-based

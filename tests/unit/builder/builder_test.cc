@@ -61,8 +61,12 @@ void expect_same(const std::string& name, const PrimFunc& built) {
   EXPECT_FALSE(diff.has_value()) << name << ": " << *diff << "\nbuilt:\n" << print(built, name);
 }
 
-TEST(Builder, VectorAddCpuMatchesItsText) { expect_same("vector_add_cpu", examples::vector_add_cpu()); }
-TEST(Builder, VectorAddCudaMatchesItsText) { expect_same("vector_add_cuda", examples::vector_add_cuda()); }
+TEST(Builder, VectorAddCpuMatchesItsText) {
+  expect_same("vector_add_cpu", examples::vector_add_cpu());
+}
+TEST(Builder, VectorAddCudaMatchesItsText) {
+  expect_same("vector_add_cuda", examples::vector_add_cuda());
+}
 TEST(Builder, RowSoftmaxMatchesItsText) { expect_same("row_softmax", examples::row_softmax()); }
 TEST(Builder, MatmulReluMatchesItsText) { expect_same("matmul_relu", examples::matmul_relu()); }
 
@@ -85,7 +89,10 @@ TEST(BuilderMisuse, WrongNumberOfIndices) {
   EXPECT_ERROR_CONTAINS(v.f.for_("i", v.n, [&](pb::Var i) { v.C(i, i) = v.A[i]; }),
                         "buffer 'C' has 1 dimension but is indexed with 2 indices");
   VectorAdd w;
-  EXPECT_ERROR_CONTAINS(w.f.for_("i", w.n, [&](pb::Var i) { w.C[i] = w.A[{i, i}] + 1.0; }),
+  EXPECT_ERROR_CONTAINS(w.f.for_("i", w.n,
+                                 [&](pb::Var i) {
+                                   w.C[i] = w.A[{i, i}] + 1.0;
+                                 }),
                         "buffer 'A' has 1 dimension but is indexed with 2 indices");
 }
 

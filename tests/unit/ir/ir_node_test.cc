@@ -25,17 +25,17 @@ std::string error_of(F&& f) {
   return "";
 }
 
-#define EXPECT_ERROR_CONTAINS(statement, text)                                        \
-  do {                                                                                \
-    std::string message = error_of([&] { (void)(statement); });                       \
+#define EXPECT_ERROR_CONTAINS(statement, text)                                          \
+  do {                                                                                  \
+    std::string message = error_of([&] { (void)(statement); });                         \
     EXPECT_NE(message.find(text), std::string::npos) << "message: '" << message << "'"; \
   } while (0)
 
 TEST(DataType, ParsesAndPrintsEveryKind) {
-  const char* names[] = {"int8",    "int16",    "int32",         "int64",       "uint8",
-                         "uint16",  "uint32",   "uint64",        "float16",     "float32",
-                         "float64", "bfloat16", "float8_e4m3fn", "float8_e5m2", "bool",
-                         "handle",  "float32x4", "int8x16",      "boolx8",      "float16x2"};
+  const char* names[] = {"int8",    "int16",     "int32",         "int64",       "uint8",
+                         "uint16",  "uint32",    "uint64",        "float16",     "float32",
+                         "float64", "bfloat16",  "float8_e4m3fn", "float8_e5m2", "bool",
+                         "handle",  "float32x4", "int8x16",       "boolx8",      "float16x2"};
   for (const char* name : names) {
     EXPECT_EQ(DataType::parse(name).str(), name);
   }
@@ -65,7 +65,8 @@ TEST(Make, LiteralsCheckTheirRange) {
 TEST(Make, BinaryOperandsMustHaveTheSameDtype) {
   Var x = Var::make("x", i32);
   Var y = Var::make("y", i64);
-  EXPECT_ERROR_CONTAINS(Add::make(x, y), "Add: operands must have the same dtype, got int32 and int64");
+  EXPECT_ERROR_CONTAINS(Add::make(x, y),
+                        "Add: operands must have the same dtype, got int32 and int64");
   EXPECT_EQ(Add::make(x, x).dtype(), i32);
   EXPECT_EQ(LT::make(x, x).dtype(), DataType::Bool());
   EXPECT_ERROR_CONTAINS(And::make(x, x), "And: needs bool operands");
@@ -92,7 +93,8 @@ TEST(Make, VectorsCarryLanes) {
 
 TEST(Make, BufferAccessChecksIndices) {
   Buffer a = Buffer::make("A", f32, {make_const(4), make_const(8)});
-  EXPECT_ERROR_CONTAINS(BufferLoad::make(a, {make_const(0)}), "needs 2 indices (one per dimension), got 1");
+  EXPECT_ERROR_CONTAINS(BufferLoad::make(a, {make_const(0)}),
+                        "needs 2 indices (one per dimension), got 1");
   EXPECT_ERROR_CONTAINS(BufferLoad::make(a, {make_const(0), FloatImm::make(f32, 0)}),
                         "indices must be integers");
   EXPECT_ERROR_CONTAINS(BufferStore::make(a, make_const(1), {make_const(0), make_const(0)}),
@@ -106,9 +108,9 @@ TEST(Make, BufferFieldsAreChecked) {
   Var data = Var::make_pointer("d", f32);
   EXPECT_ERROR_CONTAINS(Buffer::make(Var::make("x", i32), f32, {}, {}, Expr(), "B"),
                         "must be a pointer");
-  EXPECT_ERROR_CONTAINS(Buffer::make(data, f32, {make_const(4)}, {make_const(1), make_const(1)},
-                                     Expr(), "B"),
-                        "has 1 dimensions but 2 strides");
+  EXPECT_ERROR_CONTAINS(
+      Buffer::make(data, f32, {make_const(4)}, {make_const(1), make_const(1)}, Expr(), "B"),
+      "has 1 dimensions but 2 strides");
   EXPECT_ERROR_CONTAINS(Buffer::make(data, f32, {FloatImm::make(f32, 4)}, {}, Expr(), "B"),
                         "shape[0] must be a scalar integer");
   EXPECT_ERROR_CONTAINS(Buffer::make(data, f32, {make_const(4)}, {}, Expr(), "B", 48),
@@ -121,16 +123,17 @@ TEST(Make, StatementsCheckTypes) {
   EXPECT_ERROR_CONTAINS(Bind::make(x, FloatImm::make(f32, 1)),
                         "variable 'x' has dtype int32 but the value has dtype float32");
   EXPECT_ERROR_CONTAINS(IfThenElse::make(x, Evaluate::make(x)), "condition must be a scalar bool");
-  EXPECT_ERROR_CONTAINS(For::make(x, make_const(0), IntImm::make(i64, 4), ForKind::kSerial,
-                                  Evaluate::make(x)),
-                        "must have the loop variable's dtype");
-  EXPECT_ERROR_CONTAINS(For::make(x, make_const(0), make_const(4), ForKind::kThreadBinding,
-                                  Evaluate::make(x)),
-                        "thread tag is required");
+  EXPECT_ERROR_CONTAINS(
+      For::make(x, make_const(0), IntImm::make(i64, 4), ForKind::kSerial, Evaluate::make(x)),
+      "must have the loop variable's dtype");
+  EXPECT_ERROR_CONTAINS(
+      For::make(x, make_const(0), make_const(4), ForKind::kThreadBinding, Evaluate::make(x)),
+      "thread tag is required");
   EXPECT_ERROR_CONTAINS(IterVar::make(x, "threadIdx.w"), "unknown thread tag");
   EXPECT_ERROR_CONTAINS(AttrStmt::make(x, "thread_extent", make_const(4), Evaluate::make(x)),
                         "needs an IterVar");
-  EXPECT_ERROR_CONTAINS(AssertStmt::make(LT::make(x, x), make_const(1)), "message must be a string");
+  EXPECT_ERROR_CONTAINS(AssertStmt::make(LT::make(x, x), make_const(1)),
+                        "message must be a string");
   EXPECT_ERROR_CONTAINS(Call::make(f32, Op::get("exp"), {}), "T.exp takes 1 argument, got 0");
   EXPECT_ERROR_CONTAINS(Op::get("not_an_op"), "unknown builtin op 'not_an_op'");
 }
@@ -202,9 +205,7 @@ TEST(Mutator, NoChangeKeepsIdentity) {
 // A mutator that changes one leaf rebuilds only the path to it.
 TEST(Mutator, RebuildsOnlyTheChangedPath) {
   struct ConstBump : StmtExprMutator {
-    Expr mutate(const IntImm* op) override {
-      return op->value == 7 ? make_const(8) : Expr(op);
-    }
+    Expr mutate(const IntImm* op) override { return op->value == 7 ? make_const(8) : Expr(op); }
   };
   Var x = Var::make("x", i32);
   Stmt keep = Evaluate::make(Add::make(x, make_const(1)));
@@ -224,8 +225,8 @@ TEST(Substitute, ReplacesVariablesIncludingBufferShapes) {
   Var n = Var::make("n", i32);
   Var i = Var::make("i", i32);
   Buffer s = Buffer::make("S", f32, {n}, "shared");
-  Stmt body = SeqStmt::make({AllocBuffer::make(s),
-                             BufferStore::make(s, FloatImm::make(f32, 1), {i})});
+  Stmt body =
+      SeqStmt::make({AllocBuffer::make(s), BufferStore::make(s, FloatImm::make(f32, 1), {i})});
   Stmt out = substitute(body, {{n.get(), make_const(32)}});
   const auto* seq = out.as<SeqStmt>();
   ASSERT_NE(seq, nullptr);

@@ -52,11 +52,10 @@ TEST(VerifyWellFormed, AcceptsFlatBindsLoopsAndBuffers) {
   Var y = Var::make("y", i32);
   Buffer s = Buffer::make("S", f32, {c(16)}, "local");
   Stmt body = seq({
-      Bind::make(x, c(3)),
-      AllocBuffer::make(s),
-      loop(i, 16, seq({Bind::make(y, Add::make(i, x)),
-                       BufferStore::make(s, BufferLoad::make(a, {i}), {i}),
-                       BufferStore::make(a, BufferLoad::make(s, {FloorMod::make(y, c(16))}), {i})})),
+      Bind::make(x, c(3)), AllocBuffer::make(s),
+      loop(i, 16,
+           seq({Bind::make(y, Add::make(i, x)), BufferStore::make(s, BufferLoad::make(a, {i}), {i}),
+                BufferStore::make(a, BufferLoad::make(s, {FloorMod::make(y, c(16))}), {i})})),
       eval(x),  // x is still visible after the loop: same scope as its Bind
   });
   PrimFunc f = func_with_buffer(a, body);
@@ -78,9 +77,9 @@ TEST(VerifyWellFormed, BindInsideLoopIsNotVisibleAfterIt) {
   Var i = Var::make("i", i32);
   Var x = Var::make("x", i32);
   PrimFunc f = func_with_buffer(a, seq({
-      loop(i, 16, Bind::make(x, Mul::make(i, c(2)))),
-      BufferStore::make(a, FloatImm::make(f32, 1), {x}),
-  }));
+                                       loop(i, 16, Bind::make(x, Mul::make(i, c(2)))),
+                                       BufferStore::make(a, FloatImm::make(f32, 1), {x}),
+                                   }));
   std::string e = only_error(f);
   EXPECT_TRUE(contains(e, "variable 'x' is used out of scope")) << e;
   EXPECT_TRUE(contains(e, "x: T.int32 = i * 2")) << "names the definition: " << e;
@@ -98,9 +97,8 @@ TEST(VerifyWellFormed, EachIfBranchIsItsOwnScope) {
   Var x = Var::make("x", i32);
   Var n = Var::make("n", i32);
   Var handle = Var::make_handle("a");
-  PrimFunc f = PrimFunc::make(
-      {n, handle}, {{handle, a}},
-      IfThenElse::make(LT::make(n, c(4)), Bind::make(x, c(1)), eval(x)));
+  PrimFunc f = PrimFunc::make({n, handle}, {{handle, a}},
+                              IfThenElse::make(LT::make(n, c(4)), Bind::make(x, c(1)), eval(x)));
   EXPECT_TRUE(contains(only_error(f), "variable 'x' is used out of scope"));
 }
 
@@ -119,8 +117,8 @@ TEST(VerifyWellFormed, SequentialRedefinition) {
   Var x = Var::make("x", i32);
   Var i = Var::make("i", i32);
   Var j = Var::make("j", i32);
-  PrimFunc f = func_with_buffer(
-      a, seq({loop(i, 4, Bind::make(x, i)), loop(j, 4, Bind::make(x, j))}));
+  PrimFunc f =
+      func_with_buffer(a, seq({loop(i, 4, Bind::make(x, i)), loop(j, 4, Bind::make(x, j))}));
   std::string e = only_error(f);
   EXPECT_TRUE(contains(e, "variable 'x' is defined twice")) << e;
 }
@@ -139,18 +137,19 @@ TEST(VerifyWellFormed, VariableReusedAcrossFunctions) {
 TEST(VerifyWellFormed, ThreadVariableMayBeRelaunchedInTheSameFunction) {
   Buffer a = Buffer::make("A", f32, {c(256)});
   Var tx = Var::make("threadIdx_x", i32);
-  PrimFunc f = func_with_buffer(a, seq({
-      launch(tx, "threadIdx.x", 256, BufferStore::make(a, FloatImm::make(f32, 1), {tx})),
-      launch(tx, "threadIdx.x", 256, BufferStore::make(a, FloatImm::make(f32, 2), {tx})),
-  }));
+  PrimFunc f = func_with_buffer(
+      a, seq({
+             launch(tx, "threadIdx.x", 256, BufferStore::make(a, FloatImm::make(f32, 1), {tx})),
+             launch(tx, "threadIdx.x", 256, BufferStore::make(a, FloatImm::make(f32, 2), {tx})),
+         }));
   EXPECT_TRUE(errors_of(f).empty()) << errors_of(f).front();
 }
 
 TEST(VerifyWellFormed, ThreadVariableRelaunchedInsideItself) {
   Buffer a = Buffer::make("A", f32, {c(256)});
   Var tx = Var::make("threadIdx_x", i32);
-  PrimFunc f = func_with_buffer(
-      a, launch(tx, "threadIdx.x", 16, launch(tx, "threadIdx.x", 16, eval(tx))));
+  PrimFunc f =
+      func_with_buffer(a, launch(tx, "threadIdx.x", 16, launch(tx, "threadIdx.x", 16, eval(tx))));
   EXPECT_TRUE(contains(only_error(f), "is defined again"));
 }
 
@@ -177,7 +176,8 @@ TEST(VerifyWellFormed, BufferUsedWithoutDeclaration) {
   Buffer a = Buffer::make("A", f32, {c(16)});
   Buffer b = Buffer::make("B", f32, {c(16)});
   Var i = Var::make("i", i32);
-  PrimFunc f = func_with_buffer(a, loop(i, 16, BufferStore::make(a, BufferLoad::make(b, {i}), {i})));
+  PrimFunc f =
+      func_with_buffer(a, loop(i, 16, BufferStore::make(a, BufferLoad::make(b, {i}), {i})));
   std::string e = only_error(f);
   EXPECT_TRUE(contains(e, "buffer 'B' is used in")) << e;
   EXPECT_TRUE(contains(e, "without a declaration")) << e;
@@ -188,10 +188,12 @@ TEST(VerifyWellFormed, BufferUsedAfterItsAllocationScope) {
   Buffer s = Buffer::make("S", f32, {c(16)}, "shared");
   Var i = Var::make("i", i32);
   Var j = Var::make("j", i32);
-  PrimFunc f = func_with_buffer(a, seq({
-      loop(i, 2, seq({AllocBuffer::make(s), BufferStore::make(s, FloatImm::make(f32, 0), {i})})),
-      loop(j, 2, BufferStore::make(a, BufferLoad::make(s, {j}), {j})),
-  }));
+  PrimFunc f = func_with_buffer(
+      a, seq({
+             loop(i, 2,
+                  seq({AllocBuffer::make(s), BufferStore::make(s, FloatImm::make(f32, 0), {i})})),
+             loop(j, 2, BufferStore::make(a, BufferLoad::make(s, {j}), {j})),
+         }));
   std::vector<std::string> errors = errors_of(f);
   ASSERT_FALSE(errors.empty());
   EXPECT_TRUE(contains(errors[0], "buffer 'S' is used in")) << errors[0];
@@ -206,7 +208,8 @@ TEST(VerifyWellFormed, DeclBufferNeedsExistingData) {
   Buffer alias = Buffer::make(a->data, f32, {c(4), c(4)}, {}, Expr(), "A2");
   Var i = Var::make("i", i32);
   PrimFunc ok = func_with_buffer(
-      a, seq({DeclBuffer::make(alias), BufferStore::make(alias, FloatImm::make(f32, 0), {FloorMod::make(i, c(4)), c(0)})}));
+      a, seq({DeclBuffer::make(alias),
+              BufferStore::make(alias, FloatImm::make(f32, 0), {FloorMod::make(i, c(4)), c(0)})}));
   EXPECT_TRUE(contains(only_error(ok), "undefined variable 'i'"));
 }
 

@@ -28,7 +28,8 @@ IRModule small_module() {
   Var i = Var::make("i", i32);
   Stmt body = SeqStmt::make({
       Evaluate::make(c(0)),
-      For::make(i, c(0), c(16), ForKind::kSerial, BufferStore::make(a, FloatImm::make(f32, 0), {i})),
+      For::make(i, c(0), c(16), ForKind::kSerial,
+                BufferStore::make(a, FloatImm::make(f32, 0), {i})),
   });
   return IRModule::from_function("main", PrimFunc::make({handle}, {{handle, a}}, body));
 }
@@ -98,8 +99,8 @@ TEST(PassManager, DumpsEveryStageAndRecordsTimings) {
   RunOptions options;
   options.dump_dir = dir.string();
   options.timings = &timings;
-  IRModule out = run_passes(small_module(), std::vector<std::string>{"RemoveNoOp", "FlattenBuffer"},
-                            options);
+  IRModule out =
+      run_passes(small_module(), std::vector<std::string>{"RemoveNoOp", "FlattenBuffer"}, options);
   std::vector<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     files.push_back(entry.path().filename().string());
@@ -136,10 +137,12 @@ TEST(ConvertSSA, RenamesASecondDefinitionInTheSameFunction) {
   Var i = Var::make("i", i32);
   Var j = Var::make("j", i32);
   Stmt body = SeqStmt::make({
-      For::make(i, c(0), c(4), ForKind::kSerial,
-                SeqStmt::make({Bind::make(x, i), BufferStore::make(a, FloatImm::make(f32, 1), {x})})),
-      For::make(j, c(0), c(4), ForKind::kSerial,
-                SeqStmt::make({Bind::make(x, j), BufferStore::make(a, FloatImm::make(f32, 2), {x})})),
+      For::make(
+          i, c(0), c(4), ForKind::kSerial,
+          SeqStmt::make({Bind::make(x, i), BufferStore::make(a, FloatImm::make(f32, 1), {x})})),
+      For::make(
+          j, c(0), c(4), ForKind::kSerial,
+          SeqStmt::make({Bind::make(x, j), BufferStore::make(a, FloatImm::make(f32, 2), {x})})),
   });
   IRModule m = IRModule::from_function("main", PrimFunc::make({handle}, {{handle, a}}, body));
   ASSERT_FALSE(well_formed_errors(m).empty());
@@ -165,8 +168,9 @@ TEST(ConvertSSA, RenamesAcrossFunctionsButKeepsRelaunchedThreadVariables) {
   auto launch = [&](Stmt body) {
     return AttrStmt::make(IterVar::make(tx, "threadIdx.x"), "thread_extent", c(32), body);
   };
-  PrimFunc f = PrimFunc::make({n}, {}, SeqStmt::make({launch(Evaluate::make(Add::make(tx, n))),
-                                                     launch(Evaluate::make(tx))}));
+  PrimFunc f = PrimFunc::make(
+      {n}, {},
+      SeqStmt::make({launch(Evaluate::make(Add::make(tx, n))), launch(Evaluate::make(tx))}));
   PrimFunc g = PrimFunc::make({n}, {}, launch(Evaluate::make(Mul::make(tx, n))));
   IRModule m = IRModule::make({{GlobalVar::make("f"), f}, {GlobalVar::make("g"), g}});
   ASSERT_FALSE(well_formed_errors(m).empty());
@@ -189,9 +193,9 @@ TEST(Specialize, BindsAVariableToAnExpression) {
   Var handle = Var::make_handle("a");
   Buffer a = Buffer::make(Var::make_pointer("A", f32), f32, {n}, {}, Expr(), "A");
   Var i = Var::make("i", i32);
-  PrimFunc f = PrimFunc::make({handle, m}, {{handle, a}},
-                              For::make(i, c(0), n, ForKind::kSerial,
-                                        BufferStore::make(a, FloatImm::make(f32, 0), {i})));
+  PrimFunc f = PrimFunc::make(
+      {handle, m}, {{handle, a}},
+      For::make(i, c(0), n, ForKind::kSerial, BufferStore::make(a, FloatImm::make(f32, 0), {i})));
   PrimFunc s = specialize(f, {{n.get(), Mul::make(m, c(2))}});
   EXPECT_TRUE(structural_equal(s->buffer_of(handle)->shape[0], Mul::make(m, c(2))));
   EXPECT_TRUE(structural_equal(s->body.as<For>()->extent, Mul::make(m, c(2))));
