@@ -187,16 +187,9 @@ class Flattener : public StmtExprMutator {
 }  // namespace
 
 Pass make_flatten_buffer_pass() {
-  return Pass{"FlattenBuffer", "multi-dimensional buffers and accesses to 1-D; bool stored as int8",
-              [](const IRModule& module, const PassArgs& args) {
-                check_no_args("FlattenBuffer", args);
-                IRModule out = module;
-                for (const auto& [gvar, func] : module->functions) {
-                  PrimFunc flat = Flattener().run(func);
-                  if (!flat.same_as(func)) out = out.with_function(gvar->name, flat);
-                }
-                return out;
-              }};
+  return function_pass("FlattenBuffer",
+                       "multi-dimensional buffers and accesses to 1-D; bool stored as int8",
+                       [](const PrimFunc& func) { return Flattener().run(func); });
 }
 
 }  // namespace primjit::passes

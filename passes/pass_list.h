@@ -19,4 +19,11 @@ Stmt remove_no_op(const Stmt& body);
 /// Throws primjit::Error when `args` holds a key the pass does not take.
 void check_no_args(const std::string& pass, const PassArgs& args);
 
+/// A pass without arguments that rewrites each function on its own; functions that come back
+/// unchanged (same node) keep their place in the module untouched.
+Pass function_pass(std::string name, std::string summary,
+                   std::function<PrimFunc(const PrimFunc&)> rewrite);
+/// The same for a rewrite of the function body only.
+Pass body_pass(std::string name, std::string summary, std::function<Stmt(const Stmt&)> rewrite);
+
 }  // namespace primjit::passes

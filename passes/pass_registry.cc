@@ -63,6 +63,27 @@ void check_no_args(const std::string& pass, const PassArgs& args) {
       << "pass " << pass << " takes no arguments, got '" << args.begin()->first << "'";
 }
 
+Pass function_pass(std::string name, std::string summary,
+                   std::function<PrimFunc(const PrimFunc&)> rewrite) {
+  auto run = [name, rewrite = std::move(rewrite)](const IRModule& module, const PassArgs& args) {
+    check_no_args(name, args);
+    IRModule out = module;
+    for (const auto& [gvar, func] : module->functions) {
+      PrimFunc rewritten = rewrite(func);
+      if (!rewritten.same_as(func)) out = out.with_function(gvar->name, rewritten);
+    }
+    return out;
+  };
+  return Pass{std::move(name), std::move(summary), std::move(run)};
+}
+
+Pass body_pass(std::string name, std::string summary, std::function<Stmt(const Stmt&)> rewrite) {
+  return function_pass(std::move(name), std::move(summary),
+                       [rewrite = std::move(rewrite)](const PrimFunc& func) {
+                         return func.with_body(rewrite(func->body));
+                       });
+}
+
 const std::vector<Pass>& registered_passes() {
   static const std::vector<Pass> passes = [] {
     std::vector<Pass> list = {

@@ -120,18 +120,8 @@ Stmt remove_no_op(const Stmt& body) {
 }
 
 Pass make_remove_no_op_pass() {
-  return Pass{"RemoveNoOp", "drop statements, loops, branches and Binds that do nothing",
-              [](const IRModule& module, const PassArgs& args) {
-                check_no_args("RemoveNoOp", args);
-                IRModule out = module;
-                for (const auto& [gvar, func] : module->functions) {
-                  Stmt body = remove_no_op(func->body);
-                  if (!body.same_as(func->body)) {
-                    out = out.with_function(gvar->name, func.with_body(body));
-                  }
-                }
-                return out;
-              }};
+  return body_pass("RemoveNoOp", "drop statements, loops, branches and Binds that do nothing",
+                   remove_no_op);
 }
 
 }  // namespace primjit::passes

@@ -139,18 +139,8 @@ class StmtSimplifier : public StmtExprMutator {
 }  // namespace
 
 Pass make_simplify_pass() {
-  return Pass{"Simplify", "simplify expressions under loop/thread bounds; fold proven branches",
-              [](const IRModule& module, const PassArgs& args) {
-                check_no_args("Simplify", args);
-                IRModule out = module;
-                for (const auto& [gvar, func] : module->functions) {
-                  Stmt body = StmtSimplifier().mutate_stmt(func->body);
-                  if (!body.same_as(func->body)) {
-                    out = out.with_function(gvar->name, func.with_body(body));
-                  }
-                }
-                return out;
-              }};
+  return body_pass("Simplify", "simplify expressions under loop/thread bounds; fold proven branches",
+                   [](const Stmt& body) { return StmtSimplifier().mutate_stmt(body); });
 }
 
 }  // namespace primjit::passes

@@ -41,18 +41,8 @@ class Unroller : public StmtExprMutator {
 }  // namespace
 
 Pass make_unroll_loops_pass() {
-  return Pass{"UnrollLoops", "expand T.unroll loops with constant bounds",
-              [](const IRModule& module, const PassArgs& args) {
-                check_no_args("UnrollLoops", args);
-                IRModule out = module;
-                for (const auto& [gvar, func] : module->functions) {
-                  Stmt body = Unroller().mutate_stmt(func->body);
-                  if (!body.same_as(func->body)) {
-                    out = out.with_function(gvar->name, func.with_body(body));
-                  }
-                }
-                return out;
-              }};
+  return body_pass("UnrollLoops", "expand T.unroll loops with constant bounds",
+                   [](const Stmt& body) { return Unroller().mutate_stmt(body); });
 }
 
 }  // namespace primjit::passes

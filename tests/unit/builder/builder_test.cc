@@ -9,6 +9,7 @@
 #include "examples/kernels.h"
 #include "primjit/ir/structural.h"
 #include "primjit/ir/text.h"
+#include "tests/unit/test_util.h"
 
 // User code outside namespace primjit: operators on buffer elements must still be found.
 static primjit::PrimFunc scale_outside_namespace() {
@@ -30,21 +31,7 @@ TEST(Builder, OperatorsWorkOutsideThePrimjitNamespace) {
   EXPECT_EQ(f->global_symbol(), "scale");
 }
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_ERROR_CONTAINS(statement, text)                                          \
-  do {                                                                                  \
-    std::string message = error_of([&] { statement; });                                 \
-    EXPECT_NE(message.find(text), std::string::npos) << "message: '" << message << "'"; \
-  } while (0)
+using primjit::test::error_of;
 
 // Each example equals the same function written in the text format (tests/ir/builder/).
 PrimFunc parse_file(const std::string& name) {

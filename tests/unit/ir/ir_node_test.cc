@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "primjit/ir.h"
+#include "tests/unit/test_util.h"
 
 namespace primjit {
 namespace {
@@ -15,21 +16,7 @@ const DataType i64 = DataType::Int(64);
 const DataType f32 = DataType::Float(32);
 
 // Runs `f` and returns the primjit::Error message it throws ("" when it does not throw).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_ERROR_CONTAINS(statement, text)                                          \
-  do {                                                                                  \
-    std::string message = error_of([&] { (void)(statement); });                         \
-    EXPECT_NE(message.find(text), std::string::npos) << "message: '" << message << "'"; \
-  } while (0)
+using primjit::test::error_of;
 
 TEST(DataType, ParsesAndPrintsEveryKind) {
   const char* names[] = {"int8",    "int16",     "int32",         "int64",       "uint8",
