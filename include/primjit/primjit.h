@@ -1,9 +1,15 @@
-// Umbrella header: everything a primjit user needs.
+// Umbrella header: everything a primjit user needs (IR, builder, text format, passes, JIT).
 #pragma once
 
+#include "primjit/arith.h"
+#include "primjit/builder.h"
 #include "primjit/dlpack.h"
 #include "primjit/error.h"
 #include "primjit/ir.h"
+#include "primjit/ir/structural.h"
+#include "primjit/ir/text.h"
+#include "primjit/ir/verify.h"
 #include "primjit/log.h"
+#include "primjit/passes.h"
 #include "primjit/toolchain.h"
 #include "primjit/version.h"
