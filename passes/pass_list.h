@@ -1,20 +1,28 @@
-// Factories of the registered passes, one per pass file, in pipeline order.
+// Every registered pass, in pipeline order, one factory per pass file.
 #pragma once
 
 #include "primjit/passes.h"
 
 namespace primjit::passes {
 
+/// VerifyWellFormed: rejects IR that breaks scoping, single definition or buffer declaration.
 Pass make_verify_well_formed_pass();
+/// Specialize{n=128}: binds size variables / scalar parameters to constants.
 Pass make_specialize_pass();
+/// FlattenBuffer: N-d buffers and accesses to 1-D; parameter buffers get a flat alias.
 Pass make_flatten_buffer_pass();
+/// Simplify: arithmetic simplification under loop/thread bounds; folds proven branches.
 Pass make_simplify_pass();
+/// MergeSharedMemoryAllocations: one merged shared.dyn buffer per kernel launch, with reuse.
+Pass make_merge_shared_memory_allocations_pass();
+/// CommonSubexprElim: binds pure subexpressions computed more than once within a scope.
+Pass make_common_subexpr_elim_pass();
+/// RemoveNoOp: drops statements, loops, branches and Binds that do nothing.
 Pass make_remove_no_op_pass();
+/// ConvertSSA: gives every variable a single definition across the module.
 Pass make_convert_ssa_pass();
+/// UnrollLoops: expands T.unroll loops with constant bounds.
 Pass make_unroll_loops_pass();
-
-/// The RemoveNoOp rewrite on one statement (also used by Simplify).
-Stmt remove_no_op(const Stmt& body);
 
 /// Throws primjit::Error when `args` holds a key the pass does not take.
 void check_no_args(const std::string& pass, const PassArgs& args);
@@ -25,5 +33,8 @@ Pass function_pass(std::string name, std::string summary,
                    std::function<PrimFunc(const PrimFunc&)> rewrite);
 /// The same for a rewrite of the function body only.
 Pass body_pass(std::string name, std::string summary, std::function<Stmt(const Stmt&)> rewrite);
+
+/// The RemoveNoOp rewrite of one statement.
+Stmt remove_no_op(const Stmt& body);
 
 }  // namespace primjit::passes

@@ -7,13 +7,17 @@
 
 namespace primjit::passes {
 
-std::vector<std::string> default_pipeline() {
-  return {
+std::vector<std::string> default_pipeline(const PipelineOptions& options) {
+  std::vector<std::string> pipeline = {
       "VerifyWellFormed",  // reject ill-scoped input before any pass relies on it
       "FlattenBuffer",     // 1-D accesses: what the code generators and the merge pass expect
       "Simplify",          // fold the index arithmetic flattening produced, prune dead branches
-      "RemoveNoOp",        // drop what simplification emptied
   };
+  if (options.common_subexpr_elim) {
+    pipeline.push_back("CommonSubexprElim");  // compute repeated (index) arithmetic once
+  }
+  pipeline.push_back("RemoveNoOp");  // drop what simplification emptied
+  return pipeline;
 }
 
 }  // namespace primjit::passes

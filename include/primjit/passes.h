@@ -32,8 +32,13 @@ const Pass& get_pass(std::string_view name);
 /// Every registered pass, sorted by name.
 const std::vector<Pass>& registered_passes();
 
+struct PipelineOptions {
+  /// Run CommonSubexprElim after Simplify.
+  bool common_subexpr_elim = true;
+};
+
 /// The default lowering pipeline, first to last.
-std::vector<std::string> default_pipeline();
+std::vector<std::string> default_pipeline(const PipelineOptions& options = {});
 
 /// Splits "A,B{k=v;k2=v2},C" into invocations "A", "B{k=v;k2=v2}", "C".
 std::vector<std::string> split_pass_list(std::string_view list);

@@ -1,0 +1,182 @@
+// CommonSubexprElim on long runs of consecutive Binds (1k ... 64k). The pass must stay linear in
+// the length of such a run: the reported complexity should fit O(N) and the time per Bind should
+// not grow with N. Three shapes:
+//   TrivialChain   x_k = x_{k-1} + 1                          nothing to share (the common case)
+//   CrossSibling   x_k = (x_{k-1} * m + c) + (x_{k-2} * m + c) every value repeats a term of the
+//                                                             previous Bind: one new Bind each
+//   ReuseExisting  t_k = x_{k-1} * m;  x_k = x_{k-1} * m + k   every second value reuses a Bind
+// Before timing, each benchmark checks once that the pass gives exactly the expected function
+// (built independently below) and that it is well formed; a failure makes the program exit 1.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "primjit/ir/function.h"
+#include "primjit/ir/structural.h"
+#include "primjit/ir/verify.h"
+#include "primjit/passes.h"
+
+namespace {
+
+using primjit::Add;
+using primjit::Bind;
+using primjit::Buffer;
+using primjit::BufferStore;
+using primjit::DataType;
+using primjit::Expr;
+using primjit::IRModule;
+using primjit::make_const;
+using primjit::Mul;
+using primjit::PrimFunc;
+using primjit::SeqStmt;
+using primjit::Stmt;
+using primjit::Var;
+
+std::atomic<bool> g_failed{false};
+
+void fail(benchmark::State& state, const std::string& why) {
+  g_failed = true;
+  state.SkipWithError(why.c_str());
+}
+
+Var int_var(const std::string& name) { return Var::make(name, DataType::Int(32)); }
+
+// A function (A: T.Buffer((1,), "int32"), x_0, m, c) whose body is `body` then A[0] = result.
+struct Generated {
+  IRModule input;
+  IRModule expected;
+};
+
+IRModule wrap(const Var& x0, const Var& m, const Var& c, const Buffer& out, const Var& handle,
+              std::vector<Stmt> body, const Expr& result) {
+  body.push_back(BufferStore::make(out, result, {make_const(0)}));
+  PrimFunc f = PrimFunc::make({handle, x0, m, c}, {{handle, out}}, SeqStmt::make(std::move(body)));
+  return IRModule::from_function("main", f);
+}
+
+// Input and expected output share the parameters, so they can be compared structurally.
+template <typename F>
+Generated generate(F&& build) {
+  Var x0 = int_var("x_0"), m = int_var("m"), c = int_var("c");
+  Var handle = Var::make_handle("A_handle");
+  Buffer out = Buffer::make("A", DataType::Int(32), {make_const(1)});
+  std::vector<Stmt> in_body, ex_body;
+  Expr in_result, ex_result;
+  build(x0, m, c, &in_body, &in_result, &ex_body, &ex_result);
+  return {wrap(x0, m, c, out, handle, std::move(in_body), in_result),
+          wrap(x0, m, c, out, handle, std::move(ex_body), ex_result)};
+}
+
+Generated trivial_chain(int64_t n) {
+  return generate([n](const Var& x0, const Var&, const Var&, std::vector<Stmt>* in, Expr* in_res,
+                      std::vector<Stmt>* ex, Expr* ex_res) {
+    Var prev = x0;
+    for (int64_t k = 1; k <= n; ++k) {
+      Var x = int_var("x_" + std::to_string(k));
+      in->push_back(Bind::make(x, Add::make(prev, make_const(1))));
+      prev = x;
+    }
+    *ex = *in;  // nothing is repeated
+    *in_res = *ex_res = prev;
+  });
+}
+
+Generated cross_sibling(int64_t n) {
+  return generate([n](const Var& x0, const Var& m, const Var& c, std::vector<Stmt>* in,
+                      Expr* in_res, std::vector<Stmt>* ex, Expr* ex_res) {
+    auto term = [&](const Expr& x) { return Add::make(Mul::make(x, m), c); };
+    std::vector<Var> xs = {x0};
+    std::vector<Expr> shared = {Expr()};  // expected: what replaces term(x_j)
+    int cse = 0;
+    for (int64_t k = 1; k <= n; ++k) {
+      Var x = int_var("x_" + std::to_string(k));
+      if (k == 1) {
+        in->push_back(Bind::make(x, term(x0)));
+        ex->push_back(Bind::make(x, term(x0)));
+        shared[0] = x;  // term(x_0) is x_1's value: reused from there on
+      } else {
+        in->push_back(Bind::make(x, Add::make(term(xs[k - 1]), term(xs[k - 2]))));
+        Expr first = term(xs[k - 1]);
+        if (k < n) {  // term(x_{k-1}) is used again by x_{k+1}: a new Bind before x_k
+          Var v = int_var("cse_v" + std::to_string(++cse));
+          ex->push_back(Bind::make(v, first));
+          first = v;
+        }
+        ex->push_back(Bind::make(x, Add::make(first, shared[k - 2])));
+        shared.push_back(first);
+      }
+      xs.push_back(x);
+    }
+    *in_res = *ex_res = xs.back();
+  });
+}
+
+Generated reuse_existing(int64_t n) {
+  return generate([n](const Var& x0, const Var& m, const Var&, std::vector<Stmt>* in, Expr* in_res,
+                      std::vector<Stmt>* ex, Expr* ex_res) {
+    Var prev = x0;
+    for (int64_t k = 1; k <= n / 2; ++k) {
+      Var t = int_var("t_" + std::to_string(k)), x = int_var("x_" + std::to_string(k));
+      in->push_back(Bind::make(t, Mul::make(prev, m)));
+      in->push_back(Bind::make(x, Add::make(Mul::make(prev, m), make_const(k))));
+      ex->push_back(Bind::make(t, Mul::make(prev, m)));
+      ex->push_back(Bind::make(x, Add::make(t, make_const(k))));
+      prev = x;
+    }
+    *in_res = *ex_res = prev;
+  });
+}
+
+void run_cse(benchmark::State& state, const std::function<Generated(int64_t)>& make) {
+  const int64_t n = state.range(0);  // Binds in the input
+  Generated g = make(n);
+  const primjit::passes::Pass& pass = primjit::passes::get_pass("CommonSubexprElim");
+  {  // checked once per run, outside the timed loop
+    IRModule out = pass.run(g.input, {});
+    if (!primjit::well_formed_errors(out).empty()) return fail(state, "result is not well formed");
+    if (auto diff = primjit::structural_diff(out, g.expected)) {
+      return fail(state, "result differs from the expected function: " + *diff);
+    }
+  }
+  for (auto _ : state) {
+    IRModule out = pass.run(g.input, {});
+    benchmark::DoNotOptimize(out.get());
+  }
+  state.SetComplexityN(n);
+  state.counters["per_bind"] = benchmark::Counter(
+      static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate |
+                                  benchmark::Counter::kInvert);  // seconds per Bind
+}
+
+void BM_CseTrivialChain(benchmark::State& state) { run_cse(state, trivial_chain); }
+void BM_CseCrossSibling(benchmark::State& state) { run_cse(state, cross_sibling); }
+void BM_CseReuseExisting(benchmark::State& state) { run_cse(state, reuse_existing); }
+
+BENCHMARK(BM_CseTrivialChain)
+    ->RangeMultiplier(2)
+    ->Range(1 << 10, 1 << 16)
+    ->Unit(benchmark::kMicrosecond)
+    ->Complexity(benchmark::oN);
+BENCHMARK(BM_CseCrossSibling)
+    ->RangeMultiplier(2)
+    ->Range(1 << 10, 1 << 16)
+    ->Unit(benchmark::kMicrosecond)
+    ->Complexity(benchmark::oN);
+BENCHMARK(BM_CseReuseExisting)
+    ->RangeMultiplier(2)
+    ->Range(1 << 10, 1 << 16)
+    ->Unit(benchmark::kMicrosecond)
+    ->Complexity(benchmark::oN);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return g_failed ? 1 : 0;
+}
