@@ -9,6 +9,7 @@
 #include "examples/kernels.h"
 #include "primjit/ir/structural.h"
 #include "primjit/ir/text.h"
+#include "primjit/passes.h"
 #include "tests/unit/test_util.h"
 
 // User code outside namespace primjit: operators on buffer elements must still be found.
@@ -56,6 +57,34 @@ TEST(Builder, VectorAddCudaMatchesItsText) {
 }
 TEST(Builder, RowSoftmaxMatchesItsText) { expect_same("row_softmax", examples::row_softmax()); }
 TEST(Builder, MatmulReluMatchesItsText) { expect_same("matmul_relu", examples::matmul_relu()); }
+
+// The default pipeline (plus the shared-memory merge) lowers every example and keeps it well
+// formed after every pass.
+TEST(Builder, ExamplesSurviveTheDefaultPipelineUnderVerifyEach) {
+  std::vector<std::string> passes = passes::default_pipeline();
+  passes.push_back("MergeSharedMemoryAllocations");
+  passes::RunOptions options;
+  options.verify_each = true;
+  for (auto [name, func] : {std::pair{"vector_add_cpu", examples::vector_add_cpu()},
+                            std::pair{"vector_add_cuda", examples::vector_add_cuda()},
+                            std::pair{"row_softmax", examples::row_softmax()},
+                            std::pair{"matmul_relu", examples::matmul_relu()}}) {
+    IRModule lowered = passes::run_passes(IRModule::from_function(name, func), passes, options);
+    int merged = 0, dynamic = 0;
+    post_order_visit(lowered->lookup(name)->body, [&](const Ref<Object>& node) {
+      if (const auto* alloc = node.as<AllocBuffer>();
+          alloc && alloc->buffer->scope() == "shared.dyn") {
+        ++dynamic;
+        merged += alloc->buffer->dtype == pb::u8;
+      }
+    });
+    // The matmul's first launch (two tiles) gets a merged buffer; its second launch has a single
+    // dynamic allocation, which the merge leaves as it is.
+    bool matmul = std::string(name) == "matmul_relu";
+    EXPECT_EQ(merged, matmul ? 1 : 0) << print(lowered);
+    EXPECT_EQ(dynamic, matmul ? 2 : 0) << print(lowered);
+  }
+}
 
 TEST(Builder, ExamplesBuildAndVerify) {
   EXPECT_EQ(examples::vector_add_cpu()->params.size(), 3u);
