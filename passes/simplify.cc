@@ -139,7 +139,8 @@ class StmtSimplifier : public StmtExprMutator {
 }  // namespace
 
 Pass make_simplify_pass() {
-  return body_pass("Simplify", "simplify expressions under loop/thread bounds; fold proven branches",
+  return body_pass("Simplify",
+                   "simplify expressions under loop/thread bounds; fold proven branches",
                    [](const Stmt& body) { return StmtSimplifier().mutate_stmt(body); });
 }
 

@@ -1,6 +1,7 @@
 // primjit-opt: parse IR text, run passes, print the result.
 //
-//   primjit-opt FILE [--passes=P1,P2{key=value;...}] [--pipeline=default|default-no-cse] [--target=cuda|llvm|emu]
+//   primjit-opt FILE [--passes=P1,P2{key=value;...}] [--pipeline=default|default-no-cse]
+//   [--target=cuda|llvm|emu]
 //               [--verify-each] [--print-after-all] [--check-expected] [--emit=tir|llvm|cuda|ptx]
 //               [--list-passes] [--no-verify-input]
 //

@@ -23,9 +23,9 @@ std::string error_of(F&& f) {
 }  // namespace primjit::test
 
 /// Expects `statement` to throw a primjit::Error whose message contains `text`.
-#define EXPECT_ERROR_CONTAINS(statement, text)                                             \
-  do {                                                                                     \
+#define EXPECT_ERROR_CONTAINS(statement, text)                                           \
+  do {                                                                                   \
     std::string primjit_message = ::primjit::test::error_of([&] { (void)(statement); }); \
-    EXPECT_NE(primjit_message.find(text), std::string::npos)                               \
-        << "message: '" << primjit_message << "'";                                         \
+    EXPECT_NE(primjit_message.find(text), std::string::npos)                             \
+        << "message: '" << primjit_message << "'";                                       \
   } while (0)
