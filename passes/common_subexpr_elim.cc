@@ -4,39 +4,40 @@
 // Ensures:  in each scope (function body, For/While body, each If branch, launch body), a pure
 //           subexpression computed at least twice, once unconditionally in that scope itself,
 //           is computed once by a new `cse_vN: <its dtype> = value` placed before the first
-//           statement that uses it, and every use reads the variable; a use that already
-//           follows an equal Bind of the same scope reads that Bind's variable instead (no new
-//           Bind). Equal means the same operations on the same variables, where a Bind variable
-//           stands for its value. Never shared: calls that are not pure (Call::effect()), a
-//           load across a possible write to its buffer (a store through any buffer with the
-//           same data variable, a call with side effects, a loop or statement holding one),
-//           expressions with a Let or under `T.address_of`, Ramp/Broadcast/`T.likely` nodes and
-//           a cast of a variable or constant (their operands still are). Nothing moves out of
-//           an If branch or an `if_then_else` arm unless the scope computed it before; nothing
-//           crosses a launch (AttrStmt) or a thread-bound loop; an expression that can fault
-//           (load, division by a non-constant, call) is never evaluated earlier than the
-//           program did. New variables are numbered per function in program order.
+//           statement that uses it, and every use reads the variable; uses that follow an equal
+//           Bind of the same scope read that Bind's variable instead (no new Bind). Equal means
+//           the same operations on the same operands, a Bind variable standing for its value.
+//           Never shared: calls that are not pure (Call::effect()); a load across a possible
+//           write to its buffer (a store through any buffer on the same data variable, a call
+//           with side effects, a loop or launch whose body holds one); Let expressions and
+//           what is under `T.address_of`; Ramp, Broadcast and `T.likely` nodes and casts of a
+//           variable or constant (their operands are). Nothing moves out of an If branch or an
+//           `if_then_else` arm unless the scope computed it first; nothing is shared across a
+//           launch (AttrStmt) or a thread-bound loop; an expression that can fault (a load, a
+//           division by a non-constant, a call) is never evaluated before the program did.
+//           New variables are numbered per function in program order. Output is deterministic.
 // Example:
 //   for i in range(4):                                 for i in range(4):
 //       for j in range(16):                   =>           for j in range(16):
 //           A[i * 16 + j] = B[i * 16 + j] + C[i * 16 + j]      cse_v1: T.int32 = i * 16 + j
 //                                                              A[cse_v1] = B[cse_v1] + C[cse_v1]
 //
-// How. One walk gives every non-leaf expression position an occurrence record, numbered in
-// pre-order (a subtree is a contiguous range), with a value number: equal value numbers mean
-// equal values at those positions. A load's number includes a memory version that changes at
-// every possible write to its data variable, and on entry to a loop for what the loop writes.
-// Then each scope, outermost first, looks at the occurrences below it that are still live,
-// largest values first: a value with a group of two or more uses (one unconditional in the
-// scope) is bound; its other uses are replaced, which kills their subexpressions (so
-// `i * 16` inside a replaced `i * 16 + j` is not counted again), and the subexpressions of the
-// first use become the value of the new Bind. A second walk rebuilds the statements. All
-// decisions are made from arrays in program order; the cost is linear in the number of
-// expression nodes per enclosing scope level, whatever the length of a run of Binds.
+// How. A first walk gives every non-leaf expression position an occurrence record, numbered in
+// pre-order (a subtree is a contiguous range), with a value number: equal numbers mean equal
+// values at those positions. A load's number includes a memory version, renewed at every
+// possible write to its data variable and, on entry to a loop or launch, for what its body
+// writes. Then each scope, outermost first, takes the live occurrences below it (not behind a
+// launch), largest values first: a value with two or more uses, one of them unconditional in
+// the scope, is bound. Its uses are marked replaced, which kills their subexpressions (so the
+// `i * 16` inside a replaced `i * 16 + j` is not counted again), except in the first use, whose
+// subexpressions become the new Bind's value. A second walk, in the same order, rebuilds the
+// statements. Decisions read arrays in program order; the cost is linear in the expression
+// nodes below each scope, whatever the length of a run of Binds (no rescan per Bind).
 #include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -82,18 +83,19 @@ class ValueTable {
     if (2 * (count_ + 1) > slots_.size()) grow();
     size_t mask = slots_.size() - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
-      int vn = slots_[i];
-      if (vn < 0) {
-        slots_[i] = add(info);
-        hashes_.back() = h;
-        spans_.back() = {arena_.size(), key.size()};
+      Slot& slot = slots_[i];
+      if (slot.value < 0) {
+        slot = {static_cast<uint32_t>(h), add(info)};
+        PRIMJIT_ICHECK(arena_.size() + key.size() < UINT32_MAX) << "CommonSubexprElim: too large";
+        spans_.back() = {static_cast<uint32_t>(arena_.size()), static_cast<uint32_t>(key.size())};
         arena_.insert(arena_.end(), key.begin(), key.end());
         ++count_;
-        return slots_[i];
+        return slot.value;
       }
-      if (hashes_[vn] == h && spans_[vn].second == key.size() &&
-          std::equal(key.begin(), key.end(), arena_.begin() + spans_[vn].first)) {
-        return vn;
+      const auto& [offset, size] = spans_[slot.value];
+      if (slot.hash == static_cast<uint32_t>(h) && size == key.size() &&
+          std::equal(key.begin(), key.end(), arena_.begin() + offset)) {
+        return slot.value;
       }
     }
   }
@@ -103,6 +105,15 @@ class ValueTable {
   size_t size() const { return infos_.size(); }
 
  private:
+  struct Slot {
+    uint32_t hash = 0;  // low bits of the key's hash (the table never exceeds 2^32 slots)
+    int value = -1;     // -1: empty
+  };
+  struct Span {
+    uint32_t offset = 0;
+    uint32_t size = 0;
+  };
+
   static uint64_t hash(const std::vector<int64_t>& key) {
     uint64_t h = 0x9e3779b97f4a7c15ull ^ key.size();
     for (int64_t w : key) {
@@ -113,27 +124,64 @@ class ValueTable {
   }
   int add(const ValueInfo& info) {
     infos_.push_back(info);
-    hashes_.push_back(0);
-    spans_.push_back({0, 0});
+    spans_.push_back({});
     return static_cast<int>(infos_.size()) - 1;
   }
   void grow() {
-    std::vector<int> old = std::move(slots_);
-    slots_.assign(std::max<size_t>(64, old.size() * 2), -1);
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(64, old.size() * 2), Slot{});
     size_t mask = slots_.size() - 1;
-    for (int vn : old) {
-      if (vn < 0) continue;
-      size_t i = hashes_[vn] & mask;
-      while (slots_[i] >= 0) i = (i + 1) & mask;
-      slots_[i] = vn;
+    for (const Slot& slot : old) {
+      if (slot.value < 0) continue;
+      size_t i = slot.hash & mask;
+      while (slots_[i].value >= 0) i = (i + 1) & mask;
+      slots_[i] = slot;
     }
   }
 
   std::vector<ValueInfo> infos_;
-  std::vector<uint64_t> hashes_;
-  std::vector<std::pair<size_t, size_t>> spans_;  // key of each interned value in arena_
+  std::vector<Span> spans_;  // key of each interned value in arena_
   std::vector<int64_t> arena_;
-  std::vector<int> slots_;  // open addressing, -1 empty
+  std::vector<Slot> slots_;  // open addressing
+  size_t count_ = 0;
+};
+
+// A map from nodes to small values in one flat array (the walk looks up every variable it meets;
+// node-based maps cost an allocation per entry). Lookups only: it is never iterated.
+template <typename V>
+class NodeMap {
+ public:
+  V& operator[](const void* key) {
+    if (2 * (count_ + 1) > slots_.size()) grow();
+    size_t mask = slots_.size() - 1;
+    for (size_t i = hash(key) & mask;; i = (i + 1) & mask) {
+      if (slots_[i].first == key) return slots_[i].second;
+      if (slots_[i].first == nullptr) {
+        ++count_;
+        slots_[i].first = key;
+        return slots_[i].second;
+      }
+    }
+  }
+
+ private:
+  static size_t hash(const void* key) {
+    uint64_t h = reinterpret_cast<uintptr_t>(key) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 29);
+  }
+  void grow() {
+    std::vector<std::pair<const void*, V>> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(64, old.size() * 2), {nullptr, V{}});
+    size_t mask = slots_.size() - 1;
+    for (auto& slot : old) {
+      if (slot.first == nullptr) continue;
+      size_t i = hash(slot.first) & mask;
+      while (slots_[i].first != nullptr) i = (i + 1) & mask;
+      slots_[i] = std::move(slot);
+    }
+  }
+
+  std::vector<std::pair<const void*, V>> slots_;
   size_t count_ = 0;
 };
 
@@ -145,24 +193,22 @@ enum class OccState : uint8_t { kLive, kDead, kReplaced };
 
 struct Occurrence {
   const ExprNode* expr = nullptr;
-  int value = 0;               // value number
-  int end = 0;                 // one past the last occurrence of the subtree
-  int scope = 0;               // innermost scope
-  int def_depth = 0;           // deepest scope defining a variable or buffer it uses
-  uint64_t stamp = 0;          // newest memory version among its loads (0: none)
-  int pinned_depth = INT_MAX;  // part of a new Bind's value placed at this depth
-  int target = -1;             // when replaced: the binding read instead
-  int existing = -1;           // the whole value of an existing Bind: that binding
-  bool guarded = false;        // in an arm of if_then_else
-  bool cheap = false;          // a cast of a variable or constant
+  int value = 0;         // value number
+  int end = 0;           // one past the last occurrence of the subtree
+  int scope = 0;         // innermost scope
+  int def_depth = 0;     // deepest scope defining a variable or buffer it uses
+  uint64_t stamp = 0;    // newest memory version among its loads (0: none)
+  int target = -1;       // when replaced: the binding read instead
+  int existing = -1;     // the whole value of an existing Bind: that binding
+  bool guarded = false;  // in an arm of if_then_else
+  bool cheap = false;    // a cast of a variable or constant
   OccState state = OccState::kLive;
 };
 
 enum class ScopeKind : uint8_t { kFunction, kLoop, kBranch, kIsolated };
 
 struct StmtSpan {
-  int occ_begin = 0;
-  int occ_end = 0;
+  int occ_end = 0;  // one past its last occurrence (they start where the previous one's end)
   uint64_t start_stamp = 0;  // memory versions newer than this were made by the statement
 };
 
@@ -177,8 +223,7 @@ struct Scope {
 };
 
 struct Binding {
-  Var var;  // an existing Bind's variable; for a new one, made when it is emitted
-  bool is_new = false;
+  Var var;         // an existing Bind's variable; for a new one, made when it is emitted
   int stmt = 0;    // new: placed before this statement of its scope
   int rep = -1;    // new: the occurrence whose expression is the value
   int height = 0;  // new: emission order among Bindings placed before the same statement
@@ -284,7 +329,6 @@ class Numbering {
       return;
     }
     StmtSpan span;
-    span.occ_begin = static_cast<int>(occs.size());
     span.start_stamp = clock_;
     walk_stmt(s);
     span.occ_end = static_cast<int>(occs.size());
@@ -295,7 +339,10 @@ class Numbering {
   // effects among them makes every load of the statement a new version (the order of the
   // call and the loads is not pinned down), and what follows sees its writes: when the walk
   // meets one, it starts the statement's expressions again after a write to everything.
-  void walk_direct(const std::vector<const Expr*>& exprs) {
+  void walk_direct(std::initializer_list<const Expr*> exprs) { walk_direct_range(exprs); }
+  void walk_direct(const std::vector<const Expr*>& exprs) { walk_direct_range(exprs); }
+  template <typename Range>
+  void walk_direct_range(const Range& exprs) {
     size_t begin = occs.size();
     saw_side_effect_ = false;
     for (const Expr* e : exprs) {
@@ -317,9 +364,8 @@ class Numbering {
         int root = static_cast<int>(occs.size());
         walk_direct({&op->value});
         bool recorded = !is_leaf(op->value);
-        VarInfo& info = vars_[op->var.get()];
-        info.value = recorded ? occs[root].value : leaf_value(op->value);
-        info.depth = depth();
+        int value = recorded ? occs[root].value : leaf_value(op->value);
+        vars_[op->var.get()] = VarInfo{value, depth()};  // after leaf_value: it may grow vars_
         bindings.push_back(Binding{op->var});
         if (recorded) occs[root].existing = static_cast<int>(bindings.size()) - 1;
         return;
@@ -327,6 +373,7 @@ class Numbering {
       case NodeKind::kAttrStmt: {
         const auto* op = s.as<AttrStmt>();
         walk_direct({&op->value});
+        write_loop_carried(op->body);  // a launch runs its body once per thread
         in_new_scope(ScopeKind::kIsolated, [&] {
           if (const IterVarNode* iv = op->iter_var()) define_var(iv->var.get());
           walk_scope_body(op->body);
@@ -396,15 +443,16 @@ class Numbering {
     uint64_t stamp = 0;
   };
 
-  static int64_t dtype_word(DataType t) {
-    return (static_cast<int64_t>(t.code()) << 32) | (static_cast<int64_t>(t.bits()) << 16) |
-           t.lanes();
+  // The first word of a key: node kind and dtype.
+  static int64_t kind_word(const Expr& e) {
+    DataType t = e.dtype();
+    return (static_cast<int64_t>(e.kind()) << 40) | (static_cast<int64_t>(t.code()) << 32) |
+           (static_cast<int64_t>(t.bits()) << 16) | t.lanes();
   }
 
   int leaf_value(const Expr& e) {
     key_.clear();
-    key_.push_back(static_cast<int64_t>(e.kind()));
-    key_.push_back(dtype_word(e.dtype()));
+    key_.push_back(kind_word(e));
     switch (e.kind()) {
       case NodeKind::kIntImm:
         key_.push_back(e.as<IntImm>()->value);
@@ -455,12 +503,14 @@ class Numbering {
     if (has_opaque_children(e)) {
       fresh = true;
       sum.def_depth = kUnknownDepth;
+      saw_side_effect_ = saw_side_effect_ || has_side_effect(e);
     } else if (const auto* load = e.as<BufferLoad>()) {
       auto it = buffer_depth_.find(load->buffer.get());
       sum.def_depth = it == buffer_depth_.end() ? kUnknownDepth : it->second;
       uint64_t version = version_of(load->buffer->data.get());
       sum.stamp = version;
-      payload[payload_size++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(load->buffer.get()));
+      payload[payload_size++] =
+          static_cast<int64_t>(reinterpret_cast<uintptr_t>(load->buffer.get()));
       payload[payload_size++] = static_cast<int64_t>(version);
       info.may_fault = true;
       for (const Expr& index : load->indices) operand(index, false);
@@ -499,8 +549,7 @@ class Numbering {
     }
     if (fresh) info.shareable = false;
     key_.clear();
-    key_.push_back(static_cast<int64_t>(e.kind()));
-    key_.push_back(dtype_word(e.dtype()));
+    key_.push_back(kind_word(e));
     key_.insert(key_.end(), payload, payload + payload_size);
     key_.insert(key_.end(), operands_.begin() + operands, operands_.end());
     operands_.resize(operands);
@@ -564,7 +613,7 @@ class Numbering {
   std::vector<int64_t> key_;
   std::vector<int> operands_;  // value numbers of the operands of the nodes being walked
   bool saw_side_effect_ = false;
-  std::unordered_map<const VarNode*, VarInfo> vars_;
+  NodeMap<VarInfo> vars_;
   std::unordered_map<const BufferNode*, int> buffer_depth_;
   std::unordered_map<std::string, size_t> strings_;
   std::unordered_map<const VarNode*, uint64_t> last_write_;
@@ -621,8 +670,8 @@ class Planner {
         o = std::max(o + 1, n_.scopes[iso].occ_end);
         continue;
       }
-      if (occ.state != OccState::kLive || occ.pinned_depth < depth) {
-        o = occ.end;  // the whole subtree is dead, replaced or owned by an outer Bind
+      if (occ.state != OccState::kLive) {
+        o = occ.end;  // replaced by an outer scope: its operands are dead or a Bind's value
         continue;
       }
       const ValueInfo& info = n_.values.info(occ.value);
@@ -719,7 +768,6 @@ class Planner {
       return;
     }
     Binding b;
-    b.is_new = true;
     b.stmt = lead.stmt;
     b.rep = lead.occ;
     b.height = height;
@@ -727,7 +775,6 @@ class Planner {
     int id = static_cast<int>(n_.bindings.size()) - 1;
     n_.scopes[s].placed.push_back(id);
     for (const Candidate& c : group_) replace(c.occ, id);
-    pin(lead.occ, n_.scopes[s].depth);
   }
 
   void replace(int o, int binding) {
@@ -741,19 +788,6 @@ class Planner {
         d = sub.end;
       } else {
         sub.state = OccState::kDead;
-        ++d;
-      }
-    }
-  }
-
-  // The operands of a new Bind's value now live in the scope at `depth`.
-  void pin(int o, int depth) {
-    for (int d = o + 1; d < n_.occs[o].end;) {
-      Occurrence& sub = n_.occs[d];
-      if (sub.state != OccState::kLive || sub.pinned_depth <= depth) {
-        d = sub.end;
-      } else {
-        sub.pinned_depth = depth;
         ++d;
       }
     }
