@@ -6,15 +6,14 @@
 #include <atomic>
 #include <string>
 
+#include "bench/bench_main.h"
 #include "jit/cuda/nvrtc_compiler.h"
 #include "jit/llvm/orc_engine.h"
 
 namespace {
 
-std::atomic<bool> g_failed{false};
-
 void fail(benchmark::State& state, const char* why) {
-  g_failed = true;
+  primjit::bench::fail();
   state.SkipWithError(why);
 }
 
@@ -61,10 +60,4 @@ BENCHMARK(BM_NvrtcCompileVectorAdd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecon
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return g_failed ? 1 : 0;
-}
+PRIMJIT_BENCHMARK_MAIN()

@@ -18,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bench/bench_main.h"
 #include "primjit/ir/function.h"
 #include "primjit/ir/structural.h"
 #include "primjit/ir/verify.h"
@@ -38,8 +39,6 @@ using primjit::PrimFunc;
 using primjit::SeqStmt;
 using primjit::Stmt;
 using primjit::Var;
-
-std::atomic<bool> g_failed{false};
 
 // Why the pass's result for one input is wrong, or "" when it is right.
 std::string check(const IRModule& out, const IRModule& expected) {
@@ -152,7 +151,7 @@ void run_pass(benchmark::State& state, const char* name, Generated (*make)(int64
   if (first) {
     it->second = check(pass.run(g.input, {}), g.expected);
     if (!it->second.empty()) {
-      g_failed = true;
+      primjit::bench::fail();
       std::fprintf(stderr, "bench_cse: CHECK FAILED for %s with %lld Binds: %s\n", name,
                    static_cast<long long>(n), it->second.c_str());
     }
@@ -199,10 +198,4 @@ BENCHMARK(BM_ReferenceConvertSSA)
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return g_failed ? 1 : 0;
-}
+PRIMJIT_BENCHMARK_MAIN()
