@@ -200,6 +200,50 @@ TEST(BuilderExpr, LiteralsAdoptTheOtherOperandsDtype) {
   EXPECT_TRUE(ext.as<Call>()->is_op("call_extern"));
 }
 
+// Every statement form the builder offers, against the same function written as text.
+TEST(Builder, EveryStatementFormMatchesItsText) {
+  pb::FunctionBuilder f("forms");
+  pb::Var n = f.arg("n", pb::i32);
+  pb::BufferRef A = f.arg_buffer("A", {16});
+  pb::BufferRef W = f.alloc_buffer("W", {8}, pb::u8, "shared.dyn");
+  pb::BufferRef V = f.decl_buffer("V", {2}, pb::f32, W.data());
+  f.assert_(n > 0, "n must be positive");
+  f.vectorized("v", 4, [&](pb::Var v) { A[v] = 1.0; });
+  f.unrolled("u", 2, [&](pb::Var u) { V[u] = A[u]; });
+  f.for_("k", 2, 6, [&](pb::Var k) { A[k] = A[k] * 2.0; });
+  f.if_then_else(
+      n < 8, [&] { A[0] = 0.0; }, [&] { A[1] = pb::cast(pb::f32, n); });
+  f.while_(A[0] < 4.0, [&] { A[0] += 1.0; });
+  f.sync_threads();
+  f.evaluate(pb::call_extern(pb::i32, "notify", n));
+  f.ret(n + 1);
+  PrimFunc built = f.finish();
+  IRModule written = parse(R"(# from tvm.script import tir as T
+@T.prim_func
+def forms(n: T.int32, A: T.Buffer((16,), "float32")) -> T.int32:
+    W = T.alloc_buffer((8,), "uint8", scope="shared.dyn")
+    V = T.decl_buffer((2,), "float32", data=W.data)
+    assert n > 0, "n must be positive"
+    for v in T.vectorized(4):
+        A[v] = T.float32(1.0)
+    for u in T.unroll(2):
+        V[u] = A[u]
+    for k in range(2, 6):
+        A[k] = A[k] * T.float32(2.0)
+    if n < 8:
+        A[0] = T.float32(0.0)
+    else:
+        A[1] = T.Cast("float32", n)
+    while A[0] < T.float32(4.0):
+        A[0] = A[0] + T.float32(1.0)
+    T.tvm_storage_sync("shared")
+    T.call_extern("int32", "notify", n)
+    return n + 1
+)");
+  std::optional<std::string> diff = structural_diff(built, written->lookup("forms"));
+  EXPECT_FALSE(diff.has_value()) << *diff << "\n" << print(built, "forms");
+}
+
 TEST(Builder, DimIsSharedAcrossArguments) {
   pb::FunctionBuilder f("shared_dim");
   pb::Var n = f.dim("n");
