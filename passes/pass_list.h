@@ -15,6 +15,12 @@ Pass make_flatten_buffer_pass();
 Pass make_simplify_pass();
 /// MergeSharedMemoryAllocations: one merged shared.dyn buffer per kernel launch, with reuse.
 Pass make_merge_shared_memory_allocations_pass();
+/// AnnotateDeviceRegions: marks the outermost thread launches of device functions as regions.
+Pass make_annotate_device_regions_pass();
+/// SplitHostDevice: moves each device region into a kernel function called by the host.
+Pass make_split_host_device_pass();
+/// LowerDeviceKernelLaunch: host calls of kernels become launches with launch parameters.
+Pass make_lower_device_kernel_launch_pass();
 /// CommonSubexprElim: binds pure subexpressions computed more than once within a scope.
 Pass make_common_subexpr_elim_pass();
 /// RemoveNoOp: drops statements, loops, branches and Binds that do nothing.

@@ -1,8 +1,7 @@
 // The default lowering pipeline, top to bottom, with the reason for each step. Specialize runs
 // before it when the JIT specializes a call's shapes (it needs the values, so it is not listed).
-// The device passes (MergeSharedMemoryAllocations, AnnotateDeviceRegions, SplitHostDevice,
-// LowerDeviceKernelLaunch, MakePackedAPI, the storage legalizations) join this list in the
-// order DESIGN.md gives.
+// The order is DESIGN.md's: base passes, the shared-memory merge before the three consecutive
+// device passes, then (still to come) MakePackedAPI and the storage legalizations.
 #include "primjit/passes.h"
 
 namespace primjit::passes {
@@ -17,6 +16,15 @@ std::vector<std::string> default_pipeline(const PipelineOptions& options) {
     pipeline.push_back("CommonSubexprElim");  // compute repeated (index) arithmetic once
   }
   pipeline.push_back("RemoveNoOp");  // drop what simplification emptied
+  for (const char* pass : {
+           "MergeSharedMemoryAllocations",  // one shared.dyn buffer per launch, before the split
+           "AnnotateDeviceRegions",         // mark what runs on the device ...
+           "SplitHostDevice",               // ... move it into kernels ...
+           "LowerDeviceKernelLaunch",       // ... and launch them (kept consecutive, as in #19605)
+       }) {
+    pipeline.push_back(pass);
+  }
+  // MakePackedAPI and the FP8/BF16 storage legalizations follow here once they exist.
   return pipeline;
 }
 
