@@ -27,9 +27,17 @@ std::string brief(const Stmt& stmt) {
   return "`" + text + "`";
 }
 
+// Where something was defined: a statement, or a description for the signature. Printed only
+// when an error names it, so a well-formed module is never printed.
+struct Site {
+  Stmt stmt;
+  std::string context;
+  std::string text() const { return stmt.defined() ? brief(stmt) : context; }
+};
+
 struct Definition {
   std::string function;
-  std::string where;    // the defining statement (or "parameter"/"buffer_map")
+  Site where;
   bool thread = false;  // defined by a thread_extent launch
   std::string thread_tag;
 };
@@ -38,7 +46,7 @@ struct Definition {
 struct ModuleState {
   std::vector<std::string> errors;
   std::unordered_map<const VarNode*, Definition> var_defs;
-  std::unordered_map<const BufferNode*, std::string> buffer_defs;
+  std::unordered_map<const BufferNode*, Site> buffer_defs;
 
   void error(std::string message) { errors.push_back(std::move(message)); }
 };
@@ -55,7 +63,7 @@ class FunctionChecker : public StmtExprVisitor {
 
   void check(const PrimFunc& func) {
     context_ = "the parameters of '" + function_ + "'";
-    for (const Var& param : func->params) define(param, "parameter", false, "");
+    for (const Var& param : func->params) define(param, Site{Stmt(), "parameter"}, false, "");
     context_ = "the buffer_map of '" + function_ + "'";
     for (const auto& [param, buffer] : func->buffer_map) declare_param_buffer(buffer);
     visit_stmt(func->body);
@@ -72,13 +80,13 @@ class FunctionChecker : public StmtExprVisitor {
 
   void visit(const Bind* op) override {
     visit_expr(op->value);
-    define(op->var, brief(current_), false, "");
+    define(op->var, site(), false, "");
   }
 
   void visit(const For* op) override {
     visit_expr(op->min);
     visit_expr(op->extent);
-    std::string where = brief(current_);
+    Site where = site();
     scoped([&] {
       define(op->loop_var, where, false, "");
       visit_stmt(op->body);
@@ -89,7 +97,7 @@ class FunctionChecker : public StmtExprVisitor {
     visit_expr(op->value);
     if (const auto* buffer = op->node.as<BufferNode>()) use_buffer(buffer);
     if (const auto* var = op->node.as<VarNode>()) visit(var);
-    std::string where = brief(current_);
+    Site where = site();
     scoped([&] {
       if (const IterVarNode* iv = op->iter_var()) define(iv->var, where, true, iv->thread_tag);
       visit_stmt(op->body);
@@ -109,7 +117,7 @@ class FunctionChecker : public StmtExprVisitor {
 
   void visit(const AllocBuffer* op) override {
     check_buffer_fields(op->buffer);
-    define(op->buffer->data, brief(current_), false, "");
+    define(op->buffer->data, site(), false, "");
     declare_buffer(op->buffer.get());
   }
 
@@ -124,7 +132,7 @@ class FunctionChecker : public StmtExprVisitor {
   void visit(const Let* op) override {
     visit_expr(op->value);
     scoped([&] {
-      define(op->var, brief(current_), false, "");
+      define(op->var, site(), false, "");
       visit_expr(op->body);
     });
   }
@@ -141,7 +149,7 @@ class FunctionChecker : public StmtExprVisitor {
                    "; each function must define its own variables");
     } else {
       state_.error("variable '" + op->name + "' is used out of scope in " + location() +
-                   "; it was defined by " + it->second.where +
+                   "; it was defined by " + it->second.where.text() +
                    ", whose scope has ended (a definition is visible only until the end of the "
                    "enclosing loop, branch, attribute or function body)");
     }
@@ -150,7 +158,8 @@ class FunctionChecker : public StmtExprVisitor {
   void visit_buffer_use(const Buffer& buffer) override { use_buffer(buffer.get()); }
 
  private:
-  std::string location() const { return current_.defined() ? brief(current_) : context_; }
+  Site site() const { return Site{current_, context_}; }
+  std::string location() const { return site().text(); }
 
   // Runs `body` in a new scope; what it defines stops being visible when it returns.
   template <typename F>
@@ -170,7 +179,7 @@ class FunctionChecker : public StmtExprVisitor {
     }
   }
 
-  void define(const Var& var, const std::string& where, bool thread, const std::string& tag) {
+  void define(const Var& var, const Site& site, bool thread, const std::string& tag) {
     const VarNode* node = var.get();
     auto previous = state_.var_defs.find(node);
     if (previous != state_.var_defs.end()) {
@@ -180,24 +189,25 @@ class FunctionChecker : public StmtExprVisitor {
       if (relaunch) {
         if (first.thread_tag != tag) {
           state_.error("thread variable '" + var->name + "' is launched as " + first.thread_tag +
-                       " by " + first.where + " and as " + tag + " by " + where +
+                       " by " + first.where.text() + " and as " + tag + " by " + site.text() +
                        "; a thread variable keeps one tag");
         }
       } else if (thread && first.thread && first.function != function_) {
         state_.error("thread variable '" + var->name + "' is launched in function '" +
-                     first.function + "' and again in function '" + function_ + "' (" + where +
-                     "); each function needs its own thread variables");
+                     first.function + "' and again in function '" + function_ + "' (" +
+                     site.text() + "); each function needs its own thread variables");
       } else if (visible_vars_.count(node) > 0) {
-        state_.error("variable '" + var->name + "' is defined again by " + where +
-                     " while its first definition (" + first.where + ") is still in scope");
+        state_.error("variable '" + var->name + "' is defined again by " + site.text() +
+                     " while its first definition (" + first.where.text() + ") is still in scope");
       } else {
-        state_.error("variable '" + var->name + "' is defined twice: first by " + first.where +
-                     " in function '" + first.function + "', again by " + where +
+        state_.error("variable '" + var->name + "' is defined twice: first by " +
+                     first.where.text() + " in function '" + first.function + "', again by " +
+                     site.text() +
                      (first.function == function_ ? "" : " in function '" + function_ + "'") +
                      "; a variable may be defined only once in a module");
       }
     } else {
-      state_.var_defs.emplace(node, Definition{function_, where, thread, tag});
+      state_.var_defs.emplace(node, Definition{function_, site, thread, tag});
     }
     ++visible_vars_[node];
     scopes_.current().vars.push_back(node);
@@ -216,7 +226,8 @@ class FunctionChecker : public StmtExprVisitor {
     auto define_or_use = [&](const Expr& e) {
       if (const auto* var = e.as<VarNode>()) {
         if (visible_vars_.count(var) == 0 && state_.var_defs.count(var) == 0) {
-          define(Var(var), "the buffer_map entry of '" + buffer->name + "'", false, "");
+          define(Var(var), Site{Stmt(), "the buffer_map entry of '" + buffer->name + "'"}, false,
+                 "");
           return;
         }
       }
@@ -230,7 +241,7 @@ class FunctionChecker : public StmtExprVisitor {
   }
 
   void declare_buffer(const BufferNode* buffer) {
-    state_.buffer_defs.emplace(buffer, current_.defined() ? brief(current_) : context_);
+    state_.buffer_defs.emplace(buffer, site());
     ++visible_buffers_[buffer];
     scopes_.current().buffers.push_back(buffer);
   }
@@ -245,7 +256,7 @@ class FunctionChecker : public StmtExprVisitor {
                    "as a parameter)");
     } else {
       state_.error("buffer '" + buffer->name + "' is used in " + location() +
-                   " but its declaration " + it->second + " is no longer in scope");
+                   " but its declaration " + it->second.text() + " is no longer in scope");
     }
   }
 
