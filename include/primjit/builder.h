@@ -329,7 +329,7 @@ class FunctionBuilder {
     }
     Var v = Var::make(name, dtype, /*is_size_var=*/true);
     dims_.emplace(name, v);
-    own(v);
+    define_in_signature(v);
     return v;
   }
 
@@ -344,8 +344,8 @@ class FunctionBuilder {
     Var handle = Var::make_handle(name + "_handle");
     params_.push_back(handle);
     buffer_map_.emplace_back(handle, buffer);
-    own(handle);
-    own(buffer->data);
+    define_in_signature(handle);
+    define_in_signature(buffer->data);
     visible_buffers_.insert(buffer.get());
     return BufferRef(this, buffer);
   }
@@ -356,7 +356,7 @@ class FunctionBuilder {
     check_signature_open(loc);
     Var v = Var::make(name, dtype);
     params_.push_back(v);
-    own(v);
+    define_in_signature(v);
     return v;
   }
 
@@ -464,7 +464,6 @@ class FunctionBuilder {
     for (const Expr& e : extents) check_uses(e, loc);
     Buffer buffer = Buffer::make(name, dtype, extents, scope);
     emit(AllocBuffer::make(buffer), loc);
-    own(buffer->data);
     define(buffer->data);
     define(buffer);
     return BufferRef(this, buffer);
@@ -555,6 +554,11 @@ class FunctionBuilder {
   }
 
   void own(const Var& v) { owned_.insert(v.get()); }
+  // Parameters, dimensions and parameter buffers' data are visible everywhere in the function.
+  void define_in_signature(const Var& v) {
+    own(v);
+    ++visible_vars_[v.get()];
+  }
 
   void define(const Var& v) {
     own(v);
@@ -578,13 +582,7 @@ class FunctionBuilder {
     PRIMJIT_USER_CHECK(owned_.count(var) > 0)
         << at(loc) << "variable '" << var->name << "' does not belong to function '" << name_
         << "'; variables cannot be shared between builders";
-    bool param = false;
-    for (const Var& p : params_) param = param || p.get() == var;
-    bool dim = false;
-    for (const auto& [n, d] : dims_) dim = dim || d.get() == var;
-    bool data = false;
-    for (const auto& [p, b] : buffer_map_) data = data || b->data.get() == var;
-    PRIMJIT_USER_CHECK(param || dim || data || visible_vars_.count(var) > 0)
+    PRIMJIT_USER_CHECK(visible_vars_.count(var) > 0)
         << at(loc) << "variable '" << var->name
         << "' is used outside its scope (a loop, launch or bind variable is visible only "
            "inside the body that defines it)";
