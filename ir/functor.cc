@@ -364,12 +364,19 @@ Stmt StmtExprMutator::mutate(const DeclBuffer* op) {
   return buffer.same_as(op->buffer) ? Stmt(op) : DeclBuffer::make(buffer);
 }
 
-Stmt StmtExprMutator::mutate(const SeqStmt* op) {
+Stmt StmtExprMutator::mutate(const SeqStmt* op) { return mutate_seq(op, nullptr); }
+
+Stmt StmtExprMutator::mutate_seq(const SeqStmt* op,
+                                 const std::function<bool(const Stmt&, const Stmt&)>& drop) {
   bool changed = false;
   std::vector<Stmt> seq;
   seq.reserve(op->seq.size());
   for (const Stmt& s : op->seq) {
     Stmt m = mutate_stmt(s);
+    if (drop && drop(s, m)) {
+      changed = true;
+      continue;
+    }
     changed = changed || !m.same_as(s);
     seq.push_back(std::move(m));
   }

@@ -54,18 +54,7 @@ class NoOpRemover : public StmtExprMutator {
   }
 
   Stmt mutate(const SeqStmt* op) override {
-    std::vector<Stmt> kept;
-    bool changed = false;
-    for (const Stmt& s : op->seq) {
-      Stmt m = mutate_stmt(s);
-      changed = changed || !m.same_as(s);
-      if (is_no_op(m)) {
-        changed = true;
-        continue;
-      }
-      kept.push_back(std::move(m));
-    }
-    return changed ? SeqStmt::make(std::move(kept)) : Stmt(op);
+    return mutate_seq(op, [](const Stmt&, const Stmt& mutated) { return is_no_op(mutated); });
   }
 
   Stmt mutate(const For* op) override {

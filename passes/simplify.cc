@@ -121,15 +121,10 @@ class StmtSimplifier : public StmtExprMutator {
   }
 
   Stmt mutate(const SeqStmt* op) override {
-    std::vector<Stmt> kept;
-    bool changed = false;
-    for (const Stmt& s : op->seq) {
-      Stmt m = mutate_stmt(s);
-      changed = changed || !m.same_as(s);
-      if (is_produced_no_op(m) && !is_produced_no_op(s)) continue;  // a branch or loop we removed
-      kept.push_back(std::move(m));
-    }
-    return changed ? SeqStmt::make(std::move(kept)) : Stmt(op);
+    // Drop only what this pass turned into a no-op (a branch or loop it removed).
+    return mutate_seq(op, [](const Stmt& original, const Stmt& mutated) {
+      return is_produced_no_op(mutated) && !is_produced_no_op(original);
+    });
   }
 
  private:

@@ -102,6 +102,10 @@ class StmtExprMutator {
  protected:
   /// Mutates each element; returns true (and fills `out`) only when one changed.
   bool mutate_exprs(const std::vector<Expr>& in, std::vector<Expr>* out);
+  /// Mutates each statement of a sequence and drops those for which `drop(original, mutated)`
+  /// is true (no dropping when `drop` is empty); the same node when nothing changed.
+  Stmt mutate_seq(const SeqStmt* op,
+                  const std::function<bool(const Stmt& original, const Stmt& mutated)>& drop);
   /// Redirects uses of `from` to `to` from now on.
   void remap_buffer(const Buffer& from, const Buffer& to);
 
