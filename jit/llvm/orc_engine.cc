@@ -262,4 +262,11 @@ int OrcEngine::opt_level() const { return impl_->options.opt_level; }
 
 std::string llvm_version() { return LLVM_VERSION_STRING; }
 
+HostTarget detect_host_target() {
+  initialize_llvm_once();
+  llvm::orc::JITTargetMachineBuilder builder =
+      take(llvm::orc::JITTargetMachineBuilder::detectHost(), "cannot detect the host CPU");
+  return HostTarget{builder.getTargetTriple().str(), builder.getCPU()};
+}
+
 }  // namespace primjit::jit

@@ -66,4 +66,12 @@ class OrcEngine {
 /// Version of the LLVM primjit is built against, e.g. "19.1.7".
 std::string llvm_version();
 
+/// The host's target triple and CPU as LLVM detects them (what an OrcEngine compiles for),
+/// without creating a JIT session.
+struct HostTarget {
+  std::string triple;
+  std::string cpu;
+};
+HostTarget detect_host_target();
+
 }  // namespace primjit::jit

@@ -75,9 +75,9 @@ ToolchainReport toolchain_report() {
   ToolchainReport report;
   report.primjit_version = version();
   report.llvm_version = jit::llvm_version();
-  jit::OrcEngine engine;
-  report.host_triple = engine.target_triple();
-  report.host_cpu = engine.cpu_name();
+  jit::HostTarget host = jit::detect_host_target();
+  report.host_triple = host.triple;
+  report.host_cpu = host.cpu;
   jit::NvrtcInfo nvrtc = jit::nvrtc_info();
   report.nvrtc_version = std::to_string(nvrtc.major) + "." + std::to_string(nvrtc.minor);
   report.nvrtc_archs = nvrtc.archs;

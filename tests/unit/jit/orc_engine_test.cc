@@ -43,8 +43,10 @@ TEST(OrcEngine, CompilesAndCallsAddAtO2) {
   ASSERT_NE(add, nullptr);
   EXPECT_EQ(add(40, 2), 42);
   EXPECT_EQ(add(-5, 3), -2);
-  EXPECT_FALSE(engine.target_triple().empty());
-  EXPECT_FALSE(engine.cpu_name().empty());
+  HostTarget host = detect_host_target();
+  EXPECT_FALSE(host.triple.empty());
+  EXPECT_EQ(engine.target_triple(), host.triple);
+  EXPECT_EQ(engine.cpu_name(), host.cpu);
 }
 
 TEST(OrcEngine, OptimizationLevelIsApplied) {
