@@ -111,6 +111,67 @@ std::string DataType::str() const {
   return name;
 }
 
+// DLPack's numbering (dlpack.h is not an IR dependency, so the values are spelled here).
+namespace dl {
+constexpr int kInt = 0, kUInt = 1, kFloat = 2, kOpaqueHandle = 3, kBfloat = 4;
+constexpr int kFloat8E4M3FN = 10, kFloat8E5M2 = 12;  // as PJDLTypeCode in primjit/abi.h
+}  // namespace dl
+
+int DataType::dlpack_code() const {
+  switch (code_) {
+    case Code::kInt:
+      return dl::kInt;
+    case Code::kUInt:
+      return dl::kUInt;
+    case Code::kFloat:
+      return dl::kFloat;
+    case Code::kBFloat:
+      return dl::kBfloat;
+    case Code::kFloat8E4M3FN:
+      return dl::kFloat8E4M3FN;
+    case Code::kFloat8E5M2:
+      return dl::kFloat8E5M2;
+    case Code::kHandle:
+      return dl::kOpaqueHandle;
+  }
+  return dl::kOpaqueHandle;
+}
+
+bool DataType::from_dlpack(int code, int bits, int lanes, DataType* out) {
+  if (lanes < 1 || lanes > 65535) return false;
+  DataType t;
+  switch (code) {
+    case dl::kInt:
+      t = Int(bits, lanes);
+      break;
+    case dl::kUInt:
+      t = bits == 1 ? Bool(lanes) : UInt(bits, lanes);
+      break;
+    case dl::kFloat:
+      t = Float(bits, lanes);
+      break;
+    case dl::kBfloat:
+      t = BFloat16(lanes);
+      break;
+    case dl::kFloat8E4M3FN:
+      t = Float8E4M3FN(lanes);
+      break;
+    case dl::kFloat8E5M2:
+      t = Float8E5M2(lanes);
+      break;
+    case dl::kOpaqueHandle:
+      if (bits != 64 || lanes != 1) return false;
+      *out = Handle();
+      return true;
+    default:
+      return false;
+  }
+  if (!t.is_bool() && !t.is_float8() && !valid_bits(t.code(), bits)) return false;
+  if ((t.is_float8() && bits != 8) || (t.is_bfloat16() && bits != 16)) return false;
+  *out = t;
+  return true;
+}
+
 std::ostream& operator<<(std::ostream& os, DataType dtype) { return os << dtype.str(); }
 
 }  // namespace primjit

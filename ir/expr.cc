@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "primjit/abi.h"
 #include "primjit/error.h"
 #include "primjit/ir/stmt.h"
 
@@ -123,6 +124,12 @@ constexpr OpSpec kOps[] = {
     {"call_pure_extern", -1, CallEffect::kPure},
     {"call_packed", -1, CallEffect::kSideEffect},
     {"ret", 1, CallEffect::kSideEffect},
+    // the packed calling convention (primjit/abi.h)
+    {"tvm_struct_get", 3, CallEffect::kReadState},
+    {"tvm_struct_set", 4, CallEffect::kSideEffect},
+    {"isnullptr", 1, CallEffect::kPure},
+    {"call_cpacked", -1, CallEffect::kSideEffect},
+    {"format", -1, CallEffect::kPure},
 };
 
 const std::map<std::string, Op>& op_registry() {
@@ -134,6 +141,25 @@ const std::map<std::string, Op>& op_registry() {
     return ops;
   }();
   return registry;
+}
+
+// T.format(fmt, values...): a message with placeholders (primjit/abi.h), e.g. for asserts.
+void check_format(DataType dtype, const std::vector<Expr>& args) {
+  PRIMJIT_USER_CHECK(dtype.is_handle()) << "T.format: the result dtype is handle, got " << dtype;
+  const auto* fmt = args.empty() ? nullptr : args[0].as<StringImm>();
+  PRIMJIT_USER_CHECK(fmt != nullptr) << "T.format: the first argument must be a string literal";
+  int expected = format_value_count(fmt->value);
+  PRIMJIT_USER_CHECK(expected >= 0)
+      << "T.format: malformed format \"" << fmt->value
+      << "\"; placeholders are {}, {dtype}, {type} and {device}, and {{ }} are literal braces";
+  PRIMJIT_USER_CHECK(static_cast<size_t>(expected) + 1 == args.size())
+      << "T.format: \"" << fmt->value << "\" takes " << expected << " value"
+      << (expected == 1 ? "" : "s") << ", got " << args.size() - 1;
+  for (size_t i = 1; i < args.size(); ++i) {
+    DataType t = args[i].dtype();
+    PRIMJIT_USER_CHECK(t.is_scalar() && (t.is_int_or_bool() || t.is_floating()))
+        << "T.format: value " << i << " must be a scalar number or bool, got " << t;
+  }
 }
 
 }  // namespace
@@ -353,6 +379,7 @@ Expr Call::make(DataType dtype, Op op, std::vector<Expr> args) {
   for (const Expr& arg : args) {
     PRIMJIT_USER_CHECK(arg.defined()) << "T." << op->name << ": undefined argument";
   }
+  if (op->name == "format") check_format(dtype, args);
   return Expr(new Call(dtype, std::move(op), GlobalVar(), std::move(args)));
 }
 

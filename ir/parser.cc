@@ -1780,6 +1780,15 @@ class Lowerer {
       std::vector<Expr> args = rest_args(a, 1);
       return guard(a.loc, [&] { return Call::make(t, Op::get(name), args); });
     }
+    if (name == "tvm_struct_get") {
+      // T.tvm_struct_get(pointer, index, field, "dtype"): the dtype comes last, as in TVMScript.
+      no_keywords(a, fname);
+      if (num_args(a) != 4) fail(a.loc, fname + " takes a pointer, an index, a field and a dtype");
+      DataType t = dtype_arg(&arg(a, 3));
+      std::vector<Expr> args = rest_args(a, 0);
+      args.pop_back();
+      return guard(a.loc, [&] { return Call::make(t, Op::get(name), args); });
+    }
     if (name == "call_intrin") {
       no_keywords(a, fname);
       if (num_args(a) < 2) fail(a.loc, fname + " needs a dtype and an op name");
@@ -2269,15 +2278,17 @@ class Lowerer {
         return;
       case SK::kAssert: {
         Expr cond = expr(*s.value, DataType::Bool());
-        std::string message;
-        if (s.message) {
-          if (s.message->kind != AK::kString) {
-            fail(s.message->loc, "the assert message must be a string literal");
+        Expr message = StringImm::make("");
+        if (s.message && s.message->kind == AK::kString) {
+          message = StringImm::make(s.message->text);
+        } else if (s.message) {
+          message = expr(*s.message);
+          const auto* call = message.as<Call>();
+          if (call == nullptr || !call->is_op("format")) {
+            fail(s.message->loc, "the assert message must be a string literal or T.format(...)");
           }
-          message = s.message->text;
         }
-        out->push_back(
-            guard(s.loc, [&] { return AssertStmt::make(cond, StringImm::make(message)); }));
+        out->push_back(guard(s.loc, [&] { return AssertStmt::make(cond, message); }));
         return;
       }
       case SK::kReturn: {

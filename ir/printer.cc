@@ -795,6 +795,9 @@ class Printer {
         std::string rest = args(op->args);
         return "T." + name + "(" + quote(op->dtype.str()) + (rest.empty() ? "" : ", ") + rest + ")";
       }
+      if (name == "tvm_struct_get") {
+        return "T." + name + "(" + args(op->args) + ", " + quote(op->dtype.str()) + ")";
+      }
       std::optional<DataType> rule = builtin_result_dtype(name, op->args);
       if (rule && *rule == op->dtype) return "T." + name + "(" + args(op->args) + ")";
       std::string rest = args(op->args);

@@ -19,10 +19,10 @@ namespace primjit::text_internal {
 /// How the result dtype of a builtin call follows from its arguments.
 enum class OpRule {
   kFirstArg,   // math functions, bitwise ops, shifts, ret: the (first) argument's dtype
-  kBoolOfArg,  // isnan, isinf, isfinite, likely: bool with the argument's lanes
+  kBoolOfArg,  // isnan, isinf, isfinite, likely, isnullptr: bool with the argument's lanes
   kBranches,   // if_then_else: the dtype of the branches (arguments 1 and 2)
-  kInt32,      // tvm_storage_sync, call_packed, ptx_*: int32
-  kHandle,     // tvm_access_ptr, address_of: handle
+  kInt32,      // tvm_storage_sync, call_packed, call_cpacked, tvm_struct_set, ptx_*: int32
+  kHandle,     // tvm_access_ptr, address_of, format: handle
   kExplicit,   // call_extern, call_pure_extern, reinterpret, unknown ops: written in the text
 };
 
@@ -40,11 +40,13 @@ inline OpRule op_rule(std::string_view op) {
     return OpRule::kBoolOfArg;
   }
   if (op == "if_then_else") return OpRule::kBranches;
-  if (op == "tvm_storage_sync" || op == "call_packed" || op == "ptx_cp_async" ||
-      op == "ptx_commit_group" || op == "ptx_wait_group") {
+  if (op == "isnullptr") return OpRule::kBoolOfArg;
+  if (op == "tvm_storage_sync" || op == "call_packed" || op == "call_cpacked" ||
+      op == "tvm_struct_set" || op == "ptx_cp_async" || op == "ptx_commit_group" ||
+      op == "ptx_wait_group") {
     return OpRule::kInt32;
   }
-  if (op == "tvm_access_ptr" || op == "address_of") return OpRule::kHandle;
+  if (op == "tvm_access_ptr" || op == "address_of" || op == "format") return OpRule::kHandle;
   return OpRule::kExplicit;
 }
 

@@ -21,6 +21,12 @@ Pass make_annotate_device_regions_pass();
 Pass make_split_host_device_pass();
 /// LowerDeviceKernelLaunch: host calls of kernels become launches with launch parameters.
 Pass make_lower_device_kernel_launch_pass();
+/// MakePackedAPI: public host functions take the packed calling convention (primjit/abi.h).
+Pass make_make_packed_api_pass();
+/// BF16StorageLegalize: bfloat16 compute in float32 and storage as uint16 without native support.
+Pass make_bf16_storage_legalize_pass();
+/// FP8StorageLegalize: float8 compute in float32 and storage as uint8 without native support.
+Pass make_fp8_storage_legalize_pass();
 /// CommonSubexprElim: binds pure subexpressions computed more than once within a scope.
 Pass make_common_subexpr_elim_pass();
 /// RemoveNoOp: drops statements, loops, branches and Binds that do nothing.

@@ -69,6 +69,12 @@ class DataType {
 
   std::string str() const;
 
+  /// The DLPack type code of this dtype's elements (kDLInt, kDLUInt (bool is uint with 1 bit),
+  /// kDLFloat, kDLBfloat, kDLOpaqueHandle, and the float8 codes of primjit/abi.h).
+  int dlpack_code() const;
+  /// The dtype of a DLPack (code, bits, lanes); false when primjit has no such dtype.
+  static bool from_dlpack(int code, int bits, int lanes, DataType* out);
+
   friend constexpr bool operator==(DataType a, DataType b) {
     return a.code_ == b.code_ && a.bits_ == b.bits_ && a.lanes_ == b.lanes_;
   }

@@ -97,7 +97,7 @@ class AttrStmt : public StmtNode {
 class AssertStmt : public StmtNode {
  public:
   static constexpr NodeKind kKind = NodeKind::kAssertStmt;
-  /// message is a StringImm.
+  /// message is a StringImm, or a T.format call whose values are read when the assert fails.
   static Stmt make(Expr condition, Expr message);
   const Expr condition;
   const Expr message;
