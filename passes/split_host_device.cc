@@ -21,7 +21,8 @@
 //           - emu regions (kernels run on the CPU) instead return int32: the body ends with
 //             `return 0` and the host does `err: T.int32 = Module.k(args)` followed by
 //             `assert err == 0, "Error executing compute kernel k"`.
-//           A function that had a region gets its host target as its "target" attribute.
+//           The host function keeps its target (e.g. cuda with host llvm): MakePackedAPI
+//           needs the device type its buffers live on, then replaces it with the host target.
 //           Functions without a region are unchanged.
 // Example:
 //   def main(A: T.Buffer((16,), "float32")):
@@ -36,7 +37,7 @@
 //       tx = T.launch_thread("threadIdx.x", 16)
 //       A_2[tx] = T.float32(0)
 //   def main(A: T.Buffer((16,), "float32")):
-//       T.func_attr({"target": T.target("llvm")})
+//       T.func_attr({"target": T.target("cuda", host="llvm")})
 //       Module.main_kernel(A.data)
 #include <algorithm>
 #include <set>
@@ -199,10 +200,7 @@ IRModule split_host_device(const IRModule& module) {
     HostDeviceSplitter splitter(symbol.empty() ? gvar->name : symbol, &names, &kernels);
     Stmt body = splitter.mutate_stmt(func->body);
     if (body.same_as(func->body)) continue;
-    PrimFunc host = func.with_body(body);
-    Target target = func->target();
-    if (target.defined() && target->host.defined()) host = host.with_attr("target", target->host);
-    out = out.with_function(gvar->name, host);
+    out = out.with_function(gvar->name, func.with_body(body));
     for (const auto& [name, kernel] : kernels) out = out.with_function(name, kernel);
   }
   return out;

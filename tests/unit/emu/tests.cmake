@@ -1,0 +1,1 @@
+# The reference interpreter's tests (included from tests/CMakeLists.txt).
