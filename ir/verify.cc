@@ -65,6 +65,8 @@ class FunctionChecker : public StmtExprVisitor {
     context_ = "the parameters of '" + function_ + "'";
     for (const Var& param : func->params) define(param, Site{Stmt(), "parameter"}, false, "");
     context_ = "the buffer_map of '" + function_ + "'";
+    // Bare variables first, so a shape like (n + 1,) may use an n a later buffer defines.
+    for (const auto& [param, buffer] : func->buffer_map) define_param_buffer_vars(buffer);
     for (const auto& [param, buffer] : func->buffer_map) declare_param_buffer(buffer);
     visit_stmt(func->body);
   }
@@ -220,23 +222,30 @@ class FunctionChecker : public StmtExprVisitor {
     visit_expr(buffer->elem_offset);
   }
 
-  // In the buffer_map, the first occurrence of a variable in a buffer's data, shape, strides
-  // or offset defines it (two parameters may share data or a shape variable).
-  void declare_param_buffer(const Buffer& buffer) {
-    auto define_or_use = [&](const Expr& e) {
-      if (const auto* var = e.as<VarNode>()) {
-        if (visible_vars_.count(var) == 0 && state_.var_defs.count(var) == 0) {
-          define(Var(var), Site{Stmt(), "the buffer_map entry of '" + buffer->name + "'"}, false,
-                 "");
-          return;
-        }
+  // In the buffer_map, the first occurrence of a variable as a buffer's data, a dimension, a
+  // stride or the offset defines it (two parameters may share data or a shape variable).
+  void define_param_buffer_vars(const Buffer& buffer) {
+    auto define_bare = [&](const Expr& e) {
+      const auto* var = e.as<VarNode>();
+      if (var != nullptr && visible_vars_.count(var) == 0 && state_.var_defs.count(var) == 0) {
+        define(Var(var), Site{Stmt(), "the buffer_map entry of '" + buffer->name + "'"}, false,
+               "");
       }
-      visit_expr(e);
     };
-    define_or_use(buffer->data);
-    for (const Expr& e : buffer->shape) define_or_use(e);
-    for (const Expr& e : buffer->strides) define_or_use(e);
-    define_or_use(buffer->elem_offset);
+    define_bare(buffer->data);
+    for (const Expr& e : buffer->shape) define_bare(e);
+    for (const Expr& e : buffer->strides) define_bare(e);
+    define_bare(buffer->elem_offset);
+  }
+
+  // Then every other use in the buffer_map must refer to a defined variable.
+  void declare_param_buffer(const Buffer& buffer) {
+    auto use = [&](const Expr& e) {
+      if (e.defined() && e.as<VarNode>() == nullptr) visit_expr(e);
+    };
+    for (const Expr& e : buffer->shape) use(e);
+    for (const Expr& e : buffer->strides) use(e);
+    use(buffer->elem_offset);
     declare_buffer(buffer.get());
   }
 

@@ -1,7 +1,7 @@
 // The default lowering pipeline, top to bottom, with the reason for each step. Specialize runs
 // before it when the JIT specializes a call's shapes (it needs the values, so it is not listed).
 // The order is DESIGN.md's: base passes, the shared-memory merge before the three consecutive
-// device passes, then (still to come) MakePackedAPI and the storage legalizations.
+// device passes, then MakePackedAPI and the storage legalizations.
 #include "primjit/passes.h"
 
 namespace primjit::passes {
@@ -24,7 +24,13 @@ std::vector<std::string> default_pipeline(const PipelineOptions& options) {
        }) {
     pipeline.push_back(pass);
   }
-  // MakePackedAPI and the FP8/BF16 storage legalizations follow here once they exist.
+  for (const char* pass : {
+           "MakePackedAPI",        // host entry points take checked packed arguments
+           "FP8StorageLegalize",   // float8 as uint8 storage with float32 compute, then ...
+           "BF16StorageLegalize",  // ... bfloat16 as uint16, where the target lacks them
+       }) {
+    pipeline.push_back(pass);
+  }
   return pipeline;
 }
 
