@@ -1,0 +1,45 @@
+// Host code generation: the host functions of a lowered module (after MakePackedAPI) to LLVM IR.
+//
+// - Every function with calling_conv 1 becomes an external function with the packed signature
+//   of primjit/abi.h, named `<global_symbol><suffix>`; private functions become internal
+//   functions with their own signature. Kernels (calling_conv 2) are not host code and are
+//   skipped. Other public functions are an error: run MakePackedAPI first.
+// - `T.attr(0, "compute_scope", ...)` bodies are outlined into internal functions whose pointer
+//   parameters are `noalias` (buffers of one call do not overlap, as TVM assumes).
+// - `T.parallel` loops are outlined into a body function called through the runtime's
+//   parallel-for (oneTBB); parallel loops nested inside run serially.
+// - A failed assert stores its message with primjit_rt_set_error and returns -1.
+//
+// The interface is free of LLVM headers; callers that use the module include LLVM themselves.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "primjit/ir/function.h"
+
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+
+namespace primjit::jit {
+
+struct HostModule {
+  HostModule();
+  ~HostModule();  // defined where the LLVM types are complete
+  HostModule(HostModule&&) noexcept;
+  HostModule& operator=(HostModule&&) noexcept;
+
+  std::unique_ptr<llvm::LLVMContext> context;
+  std::unique_ptr<llvm::Module> module;
+};
+
+/// LLVM IR for the host functions of `module`. `symbol_suffix` is appended to every defined
+/// symbol so that variants of one function can live in one JIT session.
+HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix = "");
+
+/// The module as LLVM assembly text.
+std::string to_llvm_text(const HostModule& host);
+
+}  // namespace primjit::jit

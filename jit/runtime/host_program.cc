@@ -1,0 +1,64 @@
+#include "jit/runtime/host_program.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "jit/llvm/codegen_llvm.h"
+#include "jit/runtime/host_runtime.h"
+#include "primjit/error.h"
+
+namespace primjit::jit {
+namespace {
+
+std::string unique_suffix() {
+  static std::atomic<uint64_t> next{0};
+  return ".pj" + std::to_string(next.fetch_add(1));
+}
+
+void ensure_runtime(OrcEngine& engine) {
+  static std::mutex mutex;
+  static std::map<OrcEngine*, bool> registered;  // engines are long-lived
+  std::lock_guard<std::mutex> lock(mutex);
+  if (registered[&engine]) return;
+  register_host_runtime(engine);
+  registered[&engine] = true;
+}
+
+}  // namespace
+
+HostProgram::HostProgram(OrcEngine& engine, const IRModule& lowered) : engine_(engine) {
+  ensure_runtime(engine);
+  std::string suffix = unique_suffix();
+  HostModule host = codegen_llvm(lowered, suffix);
+  key_ = engine.add_module(std::move(host.module), std::move(host.context));
+  for (const auto& [gvar, func] : lowered->functions) {
+    const AttrValue* cc = func->attr("calling_conv");
+    if (cc == nullptr || !cc->is_int() || cc->as_int() != 1) continue;
+    functions_[gvar->name] =
+        reinterpret_cast<PJPackedFunc>(engine.lookup(func->global_symbol() + suffix));
+  }
+}
+
+HostProgram::~HostProgram() {
+  try {
+    engine_.remove(key_);
+  } catch (const std::exception&) {
+    // Unloading failed: the code stays mapped, which leaks but is safe.
+  }
+}
+
+PJPackedFunc HostProgram::function(const std::string& name) const {
+  auto it = functions_.find(name);
+  if (it == functions_.end()) {
+    std::string names;
+    for (const auto& [n, f] : functions_) names += (names.empty() ? "" : ", ") + n;
+    PRIMJIT_USER_ERROR() << "no packed host function '" << name << "' in the compiled module ("
+                         << (names.empty() ? "it has none" : "it has: " + names) << ")";
+  }
+  return it->second;
+}
+
+}  // namespace primjit::jit

@@ -1,0 +1,72 @@
+#include "jit/runtime/host_runtime.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_group.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "jit/llvm/orc_engine.h"
+#include "primjit/error.h"
+
+namespace primjit::jit {
+namespace {
+
+thread_local std::string t_last_error;
+
+}  // namespace
+
+void register_host_runtime(OrcEngine& engine) {
+  engine.define_symbol(kSetErrorSymbol, reinterpret_cast<void*>(&primjit_rt_set_error));
+  engine.define_symbol(kParallelForSymbol, reinterpret_cast<void*>(&primjit_rt_parallel_for));
+}
+
+const std::string& last_error() { return t_last_error; }
+
+PJValue call_packed(PJPackedFunc func, const PJValue* args, int32_t num_args) {
+  PJValue result{};
+  result.type_index = kPJNone;
+  t_last_error.clear();
+  if (func(nullptr, args, num_args, &result) != 0) {
+    PRIMJIT_USER_ERROR() << (t_last_error.empty() ? "compiled function failed without a message"
+                                                  : t_last_error);
+  }
+  return result;
+}
+
+}  // namespace primjit::jit
+
+extern "C" void primjit_rt_set_error(const char* format, const PJValue* values,
+                                     int32_t num_values) {
+  primjit::jit::t_last_error = primjit::format_message(format, values, num_values);
+}
+
+extern "C" int32_t primjit_rt_parallel_for(int64_t begin, int64_t end,
+                                           primjit::jit::ParallelBody body, void* closure) {
+  if (begin >= end) return 0;
+  // Iterations are cheap loop bodies: chunks of at least 1024 iterations (or an eighth of a
+  // core's share) keep the scheduling overhead small; TBB splits further as cores steal.
+  const int64_t n = end - begin;
+  const int64_t grain = std::max<int64_t>(1, std::min<int64_t>(1024, n / 64));
+  std::atomic<bool> failed{false};
+  std::string error;
+  std::mutex error_mutex;
+  tbb::task_group_context context;
+  tbb::parallel_for(
+      tbb::blocked_range<int64_t>(begin, end, grain),
+      [&](const tbb::blocked_range<int64_t>& range) {
+        for (int64_t i = range.begin(); i != range.end(); ++i) {
+          if (body(i, closure) != 0) {
+            std::lock_guard<std::mutex> lock(error_mutex);
+            if (!failed.exchange(true)) error = primjit::jit::t_last_error;
+            context.cancel_group_execution();
+            return;
+          }
+        }
+      },
+      context);
+  if (!failed) return 0;
+  primjit::jit::t_last_error = error;  // the caller's thread reports it
+  return -1;
+}
