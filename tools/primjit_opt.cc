@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "jit/llvm/codegen_llvm.h"
 #include "primjit/error.h"
 #include "primjit/ir.h"
 #include "primjit/ir/structural.h"
@@ -254,12 +255,17 @@ int main_impl(int argc, char** argv) {
   }
   std::string text = read_input(options.file);
   if (options.check_expected) return check_expected(text, options);
-  PRIMJIT_USER_CHECK(options.emit == "tir")
+  PRIMJIT_USER_CHECK(options.emit == "tir" || options.emit == "llvm")
       << "--emit=" << options.emit
-      << " needs code generation, which this build of primjit-opt does not have yet; use "
-         "--emit=tir";
+      << " needs the device code generator, which this build of primjit-opt does not have yet; "
+         "use --emit=tir or --emit=llvm";
   pj::IRModule result =
       run(pj::parse(text, options.file == "-" ? "<stdin>" : options.file), options);
+  if (options.emit == "llvm") {
+    // The host code as generated (before LLVM's optimizations), for reading and FileCheck.
+    std::cout << pj::jit::to_llvm_text(pj::jit::codegen_llvm(result));
+    return 0;
+  }
   std::cout << pj::print(result);
   return 0;
 }

@@ -867,6 +867,8 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
     FunctionCodegen inner(m_, f, /*returns_error=*/true, /*in_parallel=*/true);
     llvm::Argument* index = f->getArg(0);
     llvm::Argument* env = f->getArg(1);
+    index->setName("index");
+    env->setName("closure");
     env->addAttr(llvm::Attribute::NoAlias);
     for (size_t i = 0; i < vars.size(); ++i) {
       Value* field = inner.b_.CreateLoad(
