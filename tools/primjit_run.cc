@@ -1,0 +1,427 @@
+// primjit-run: compile a function from IR text and call it on generated arguments.
+//
+//   primjit-run FILE [--func NAME] [--target=llvm|cuda|emu] [--policy=exact|dynamic|auto]
+//               --arg NAME=DTYPE[D0,D1,...]:INIT ... [--scalar NAME=VALUE]
+//               [--print NAME] [--checksum NAME] [--bench N]
+//
+// Arguments are matched to parameters by buffer or parameter name. INIT is zeros, ones, iota
+// (0, 1, 2, ... in flat order) or random (seeded per argument: floats uniform in [0, 1),
+// integers uniform in [0, 10), bools fair). --print writes a tensor's values one per line in
+// flat order, --checksum their sum; --bench N times N calls of the compiled code and prints
+// the median. With --policy=exact (the default) the shapes of the given arguments are
+// compiled in as constants; dynamic keeps them symbolic (auto behaves as exact for one call).
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "jit/llvm/orc_engine.h"
+#include "jit/runtime/host_program.h"
+#include "jit/runtime/host_runtime.h"
+#include "primjit/abi.h"
+#include "primjit/dlpack.h"
+#include "primjit/error.h"
+#include "primjit/float_formats.h"
+#include "primjit/ir.h"
+#include "primjit/ir/text.h"
+#include "primjit/passes.h"
+
+namespace {
+
+namespace pj = primjit;
+
+constexpr const char* kUsage =
+    "usage: primjit-run FILE [--func NAME] [--target=llvm|cuda|emu] "
+    "[--policy=exact|dynamic|auto]\n"
+    "                   --arg NAME=DTYPE[D0,D1,...]:zeros|ones|iota|random ...\n"
+    "                   [--scalar NAME=VALUE] [--print NAME] [--checksum NAME] [--bench N]\n";
+
+struct ArgSpec {
+  pj::DataType dtype;
+  std::vector<int64_t> shape;
+  std::string init;
+};
+
+struct Options {
+  std::string file;
+  std::string func;
+  std::string target = "llvm";
+  std::string policy = "exact";
+  std::map<std::string, ArgSpec> args;
+  std::map<std::string, std::string> scalars;
+  std::vector<std::string> print, checksum;
+  int bench = 0;
+};
+
+int64_t parse_int(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  PRIMJIT_USER_CHECK(used == text.size() && !text.empty())
+      << what << ": '" << text << "' is not an integer";
+  return v;
+}
+
+// NAME=DTYPE[D0,D1,...]:INIT
+std::pair<std::string, ArgSpec> parse_arg(const std::string& text) {
+  size_t eq = text.find('=');
+  size_t open = text.find('[', eq == std::string::npos ? 0 : eq);
+  size_t close = text.find(']', open == std::string::npos ? 0 : open);
+  PRIMJIT_USER_CHECK(eq != std::string::npos && eq > 0 && open != std::string::npos &&
+                     close != std::string::npos && close + 1 < text.size() &&
+                     text[close + 1] == ':')
+      << "--arg '" << text << "' must look like NAME=DTYPE[D0,D1,...]:INIT, e.g. "
+      << "A=float32[128,64]:random";
+  ArgSpec spec;
+  spec.dtype = pj::DataType::parse(text.substr(eq + 1, open - eq - 1));
+  std::string dims = text.substr(open + 1, close - open - 1);
+  std::stringstream stream(dims);
+  for (std::string d; std::getline(stream, d, ',');) {
+    int64_t v = parse_int(d, "--arg " + text.substr(0, eq) + " dimension");
+    PRIMJIT_USER_CHECK(v >= 0) << "--arg " << text.substr(0, eq) << ": negative dimension " << v;
+    spec.shape.push_back(v);
+  }
+  spec.init = text.substr(close + 2);
+  PRIMJIT_USER_CHECK(spec.init == "zeros" || spec.init == "ones" || spec.init == "iota" ||
+                     spec.init == "random")
+      << "--arg " << text.substr(0, eq) << ": unknown INIT '" << spec.init
+      << "'; use zeros, ones, iota or random";
+  return {text.substr(0, eq), spec};
+}
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const std::string& flag) -> std::optional<std::string> {
+      if (arg.rfind(flag + "=", 0) == 0) return arg.substr(flag.size() + 1);
+      if (arg == flag) {
+        PRIMJIT_USER_CHECK(i + 1 < argc) << flag << " needs a value\n" << kUsage;
+        return std::string(argv[++i]);
+      }
+      return std::nullopt;
+    };
+    if (auto v = value("--func")) {
+      o.func = *v;
+    } else if (auto v = value("--target")) {
+      PRIMJIT_USER_CHECK(*v == "llvm" || *v == "cuda" || *v == "emu")
+          << "unknown --target '" << *v << "'; use llvm, cuda or emu";
+      o.target = *v;
+    } else if (auto v = value("--policy")) {
+      PRIMJIT_USER_CHECK(*v == "exact" || *v == "dynamic" || *v == "auto")
+          << "unknown --policy '" << *v << "'; use exact, dynamic or auto";
+      o.policy = *v;
+    } else if (auto v = value("--arg")) {
+      auto [name, spec] = parse_arg(*v);
+      PRIMJIT_USER_CHECK(o.args.emplace(name, spec).second) << "--arg " << name << " given twice";
+    } else if (auto v = value("--scalar")) {
+      size_t eq = v->find('=');
+      PRIMJIT_USER_CHECK(eq != std::string::npos && eq > 0)
+          << "--scalar '" << *v << "' must look like NAME=VALUE";
+      o.scalars[v->substr(0, eq)] = v->substr(eq + 1);
+    } else if (auto v = value("--print")) {
+      o.print.push_back(*v);
+    } else if (auto v = value("--checksum")) {
+      o.checksum.push_back(*v);
+    } else if (auto v = value("--bench")) {
+      o.bench = static_cast<int>(parse_int(*v, "--bench"));
+      PRIMJIT_USER_CHECK(o.bench > 0) << "--bench needs a positive count";
+    } else if (arg == "-h" || arg == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
+      PRIMJIT_USER_ERROR() << "unknown option '" << arg << "'\n" << kUsage;
+    } else {
+      PRIMJIT_USER_CHECK(o.file.empty()) << "only one input file is accepted\n" << kUsage;
+      o.file = arg;
+    }
+  }
+  PRIMJIT_USER_CHECK(!o.file.empty()) << "no input file\n" << kUsage;
+  return o;
+}
+
+// A host tensor of any primjit dtype, with its DLTensor view.
+class Tensor {
+ public:
+  Tensor(pj::DataType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+    count_ = 1;
+    for (int64_t d : shape_) count_ *= d;
+    bytes_.assign(static_cast<size_t>(count_ * dtype.bytes()), 0);
+    dl_.data = bytes_.data();
+    dl_.device = {kDLCPU, 0};
+    dl_.ndim = static_cast<int32_t>(shape_.size());
+    dl_.dtype = {static_cast<uint8_t>(dtype.dlpack_code()), static_cast<uint8_t>(dtype.bits()),
+                 static_cast<uint16_t>(dtype.lanes())};
+    if (dtype.is_bool()) dl_.dtype.bits = 1;
+    dl_.shape = shape_.data();
+  }
+  DLTensor* dl() { return &dl_; }
+  int64_t count() const { return count_ * dtype_.lanes(); }
+
+  void set(int64_t i, double v) {
+    uint8_t* p = bytes_.data() + i * dtype_.element_of().bytes();
+    pj::DataType t = dtype_.element_of();
+    auto put = [&](auto x) { std::memcpy(p, &x, sizeof(x)); };
+    if (t.is_bool()) return put(static_cast<uint8_t>(v != 0));
+    if (t.is_float()) {
+      if (t.bits() == 16) return put(static_cast<_Float16>(v));
+      if (t.bits() == 32) return put(static_cast<float>(v));
+      return put(v);
+    }
+    if (t.is_bfloat16()) return put(pj::fp::float_to_bfloat16_bits(static_cast<float>(v)));
+    if (t.is_float8()) {
+      const pj::fp::Format& f = t.code() == pj::DataType::Code::kFloat8E4M3FN
+                                    ? pj::fp::kFloat8E4M3FN
+                                    : pj::fp::kFloat8E5M2;
+      return put(static_cast<uint8_t>(pj::fp::encode(f, static_cast<float>(v))));
+    }
+    int64_t x = static_cast<int64_t>(v);
+    switch (t.bits()) {
+      case 8:
+        return put(static_cast<int8_t>(x));
+      case 16:
+        return put(static_cast<int16_t>(x));
+      case 32:
+        return put(static_cast<int32_t>(x));
+      default:
+        return put(x);
+    }
+  }
+
+  // The value as text: integers exactly, floats with enough digits to read back.
+  std::string get(int64_t i) const {
+    const uint8_t* p = bytes_.data() + i * dtype_.element_of().bytes();
+    pj::DataType t = dtype_.element_of();
+    char buf[64];
+    auto load = [&](auto x) {
+      std::memcpy(&x, p, sizeof(x));
+      return x;
+    };
+    if (t.is_bool()) return load(uint8_t{}) != 0 ? "1" : "0";
+    double f = 0;
+    bool is_float = true;
+    if (t.is_float()) {
+      f = t.bits() == 16   ? static_cast<double>(load(_Float16{}))
+          : t.bits() == 32 ? static_cast<double>(load(float{}))
+                           : load(double{});
+    } else if (t.is_bfloat16()) {
+      f = pj::fp::bfloat16_bits_to_float(load(uint16_t{}));
+    } else if (t.is_float8()) {
+      f = pj::fp::decode(t.code() == pj::DataType::Code::kFloat8E4M3FN ? pj::fp::kFloat8E4M3FN
+                                                                       : pj::fp::kFloat8E5M2,
+                         load(uint8_t{}));
+    } else {
+      is_float = false;
+    }
+    if (is_float) {
+      std::snprintf(buf, sizeof(buf), "%.9g", f);
+      return buf;
+    }
+    if (t.is_int()) {
+      int64_t x = t.bits() == 8    ? load(int8_t{})
+                  : t.bits() == 16 ? load(int16_t{})
+                  : t.bits() == 32 ? load(int32_t{})
+                                   : load(int64_t{});
+      return std::to_string(x);
+    }
+    uint64_t x = t.bits() == 8    ? load(uint8_t{})
+                 : t.bits() == 16 ? load(uint16_t{})
+                 : t.bits() == 32 ? load(uint32_t{})
+                                  : load(uint64_t{});
+    return std::to_string(x);
+  }
+
+  double value(int64_t i) const { return std::stod(get(i)); }
+
+  void fill(const std::string& init, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    std::uniform_int_distribution<int> small(0, 9);
+    pj::DataType t = dtype_.element_of();
+    for (int64_t i = 0; i < count(); ++i) {
+      double v = init == "zeros"   ? 0
+                 : init == "ones"  ? 1
+                 : init == "iota"  ? static_cast<double>(i)
+                 : t.is_floating() ? unit(rng)
+                 : t.is_bool()     ? small(rng) % 2
+                                   : small(rng);
+      set(i, v);
+    }
+  }
+
+ private:
+  pj::DataType dtype_;
+  std::vector<int64_t> shape_;
+  int64_t count_ = 0;
+  std::vector<uint8_t> bytes_;
+  DLTensor dl_{};
+};
+
+uint32_t seed_of(const std::string& name) {
+  uint32_t h = 2166136261u;
+  for (char c : name) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
+  return h;
+}
+
+pj::PrimFunc pick_function(const pj::IRModule& module, const std::string& wanted,
+                           std::string* name) {
+  if (!wanted.empty()) {
+    *name = wanted;
+    return module->lookup(wanted);
+  }
+  std::vector<std::string> public_names;
+  for (const auto& [gvar, func] : module->functions) {
+    if (!func->global_symbol().empty()) public_names.push_back(gvar->name);
+  }
+  PRIMJIT_USER_CHECK(public_names.size() == 1) << "the module has " << public_names.size()
+                                               << " public functions; choose one with --func NAME";
+  *name = public_names[0];
+  return module->lookup(*name);
+}
+
+int main_impl(int argc, char** argv) {
+  Options o = parse_args(argc, argv);
+  std::ifstream in(o.file);
+  PRIMJIT_USER_CHECK(in.good()) << "cannot read '" << o.file << "'";
+  std::stringstream text;
+  text << in.rdbuf();
+  pj::IRModule module = pj::parse(text.str(), o.file);
+  std::string name;
+  pj::PrimFunc func = pick_function(module, o.func, &name);
+
+  PRIMJIT_USER_CHECK(o.target == "llvm")
+      << "primjit-run --target=" << o.target
+      << " is not available in this build yet; use --target=llvm";
+  pj::Target target = pj::Target::llvm();
+  if (func->target().defined()) {
+    PRIMJIT_USER_CHECK(func->target()->kind == "llvm")
+        << "function '" << name << "' targets " << func->target().str()
+        << "; run it with the matching --target";
+  } else {
+    func = func.with_attr("target", pj::AttrValue(target));
+  }
+
+  // Arguments, in parameter order, matched by buffer or parameter name.
+  std::map<std::string, Tensor> tensors;
+  std::vector<PJValue> values;
+  std::unordered_map<const pj::VarNode*, pj::Expr> shape_values;
+  std::set<std::string> used;
+  for (const pj::Var& param : func->params) {
+    pj::Buffer buffer = func->buffer_of(param);
+    PJValue v{};
+    if (buffer.defined()) {
+      auto it = o.args.find(buffer->name);
+      if (it == o.args.end()) it = o.args.find(param->name);
+      PRIMJIT_USER_CHECK(it != o.args.end())
+          << "no --arg for buffer parameter '" << buffer->name << "'; add e.g. --arg "
+          << buffer->name << "=" << buffer->dtype << "[...]:random";
+      used.insert(it->first);
+      Tensor& t =
+          tensors.emplace(buffer->name, Tensor(it->second.dtype, it->second.shape)).first->second;
+      t.fill(it->second.init, seed_of(it->first));
+      v.type_index = kPJDLTensorPtr;
+      v.v_ptr = t.dl();
+      for (size_t k = 0; k < buffer->shape.size() && k < it->second.shape.size(); ++k) {
+        if (const auto* var = buffer->shape[k].as<pj::VarNode>()) {
+          shape_values.emplace(var, pj::IntImm::make(var->dtype, it->second.shape[k]));
+        }
+      }
+    } else {
+      auto it = o.scalars.find(param->name);
+      PRIMJIT_USER_CHECK(it != o.scalars.end())
+          << "no --scalar for parameter '" << param->name << "' (" << param.dtype() << ")";
+      used.insert(it->first);
+      if (param.dtype().is_floating()) {
+        v.type_index = kPJFloat;
+        v.v_float64 = std::stod(it->second);
+      } else {
+        v.type_index = param.dtype().is_bool() ? kPJBool : kPJInt;
+        v.v_int64 = parse_int(it->second, "--scalar " + param->name);
+      }
+    }
+    values.push_back(v);
+  }
+  for (const auto& [n, spec] : o.args) {
+    PRIMJIT_USER_CHECK(used.count(n))
+        << "--arg " << n << " matches no parameter of '" << name << "'";
+  }
+  for (const auto& [n, v] : o.scalars) {
+    PRIMJIT_USER_CHECK(used.count(n))
+        << "--scalar " << n << " matches no parameter of '" << name << "'";
+  }
+
+  // exact (and auto, for a single call): the argument shapes are compiled in.
+  if (o.policy != "dynamic") func = pj::passes::specialize(func, shape_values);
+  pj::IRModule lowered =
+      pj::passes::run_passes(module.with_function(name, func), pj::passes::default_pipeline());
+  pj::jit::OrcEngine engine;
+  pj::jit::HostProgram program(engine, lowered);
+  PJPackedFunc entry = program.function(name);
+  PJValue result = pj::jit::call_packed(entry, values.data(), static_cast<int32_t>(values.size()));
+  if (result.type_index == kPJInt || result.type_index == kPJBool) {
+    std::cout << "result: " << result.v_int64 << "\n";
+  } else if (result.type_index == kPJFloat) {
+    std::printf("result: %.17g\n", result.v_float64);
+  }
+
+  auto tensor = [&](const std::string& n) -> Tensor& {
+    auto it = tensors.find(n);
+    PRIMJIT_USER_CHECK(it != tensors.end()) << "'" << n << "' is not a tensor argument";
+    return it->second;
+  };
+  for (const std::string& n : o.print) {
+    Tensor& t = tensor(n);
+    for (int64_t i = 0; i < t.count(); ++i) std::cout << t.get(i) << "\n";
+  }
+  for (const std::string& n : o.checksum) {
+    Tensor& t = tensor(n);
+    double sum = 0;
+    for (int64_t i = 0; i < t.count(); ++i) sum += t.value(i);
+    std::printf("checksum %s: %.17g\n", n.c_str(), sum);
+  }
+  if (o.bench > 0) {
+    std::vector<double> times;
+    for (int i = 0; i < o.bench; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      pj::jit::call_packed(entry, values.data(), static_cast<int32_t>(values.size()));
+      times.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    std::printf("median of %d calls: %.3f us\n", o.bench, times[times.size() / 2]);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return main_impl(argc, argv);
+  } catch (const pj::ParseError& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  } catch (const pj::Error& e) {
+    std::cerr << "primjit-run: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "primjit-run: internal error: " << e.what() << "\n";
+    return 2;
+  }
+}
