@@ -75,6 +75,10 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
       : m_(m), fn_(fn), b_(m.ctx), returns_error_(returns_error), in_parallel_(in_parallel) {
     llvm::BasicBlock* entry = llvm::BasicBlock::Create(m_.ctx, "entry", fn_);
     b_.SetInsertPoint(entry);
+    // a * b + c may become one fused multiply-add, as C compilers and nvcc do by default.
+    llvm::FastMathFlags flags;
+    flags.setAllowContract(true);
+    b_.setFastMathFlags(flags);
   }
 
   void bind(const VarNode* var, Value* v) { vars_[var] = v; }
