@@ -13,6 +13,7 @@
 #include "jit/runtime/host_program.h"
 #include "jit/runtime/host_runtime.h"
 #include "primjit/dlpack.h"
+#include "primjit/float_formats.h"
 #include "primjit/ir/text.h"
 #include "primjit/passes.h"
 #include "tests/unit/test_util.h"
@@ -207,6 +208,26 @@ def half(A: T.Buffer((16,), "float16"), B: T.Buffer((16,), "float16")):
     _Float16 sum = a.data[i] + static_cast<_Float16>(0.25f);
     _Float16 expected = sum * static_cast<_Float16>(1.5f);
     EXPECT_EQ(static_cast<float>(b.data[i]), static_cast<float>(expected)) << i;
+  }
+}
+
+TEST(HostCodegen, BFloat16ComputesInFloat32AndRoundsOnStore) {
+  // The CPU has no bfloat16 arithmetic: the legalization computes in float32 and rounds once.
+  Compiled f(R"(
+@T.prim_func
+def bf(A: T.Buffer((64,), "bfloat16"), B: T.Buffer((64,), "bfloat16")):
+    T.func_attr({"target": T.target("llvm")})
+    for i in range(64):
+        B[i] = A[i] * A[i] + T.bfloat16(0.5)
+)",
+             "bf");
+  HostTensor<uint16_t> a({64}, DLDataType{kDLBfloat, 16, 1}), b({64}, DLDataType{kDLBfloat, 16, 1});
+  for (int i = 0; i < 64; ++i) a.data[i] = fp::float_to_bfloat16_bits(0.37f * i - 11.0f);
+  f({a.arg(), b.arg()});
+  for (int i = 0; i < 64; ++i) {
+    float x = fp::bfloat16_bits_to_float(a.data[i]);
+    float exact = std::fma(x, x, 0.5f);  // x * x is exact in float32 for 8-bit mantissas
+    EXPECT_EQ(b.data[i], fp::float_to_bfloat16_bits(exact)) << i;
   }
 }
 
