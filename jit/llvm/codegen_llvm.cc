@@ -8,9 +8,11 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "jit/runtime/host_runtime.h"
+#include "jit/runtime/launch.h"
 #include "passes/free_vars.h"
 #include "primjit/abi.h"
 #include "primjit/error.h"
@@ -65,6 +67,7 @@ struct ModuleState {
   const IRModule& ir;
   std::string suffix;
   std::map<std::string, llvm::Function*> functions;  // by IR function name
+  std::set<std::string> launched;                    // kernel symbols launched by host code
   int outlined = 0;
 };
 
@@ -246,6 +249,7 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
     if (name == "bitwise_not") return b_.CreateNot(visit_expr(op->args[0]));
     if (name == "call_extern" || name == "call_pure_extern") return call_extern(op);
     if (name == "call_cpacked") return call_cpacked(op);
+    if (name == "call_packed") return launch_kernel(op);
     if (name == "ret") {
       Value* v = visit_expr(op->args[0]);
       b_.CreateRet(fn_->getReturnType()->isVoidTy() ? nullptr : v);
@@ -756,6 +760,59 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
     return b_.getInt32(0);
   }
 
+  // T.call_packed("kernel", args..., launch values...): the launch ABI of jit/runtime/launch.h.
+  Value* launch_kernel(const Call* op) {
+    const auto* symbol = op->args.empty() ? nullptr : op->args[0].as<StringImm>();
+    PRIMJIT_USER_CHECK(symbol != nullptr) << "T.call_packed needs the callee's name first";
+    PrimFunc kernel;
+    for (const auto& [gvar, func] : m_.ir->functions) {
+      const AttrValue* cc = func->attr("calling_conv");
+      bool is_kernel = cc != nullptr && cc->is_int() && cc->as_int() == 2;
+      std::string sym = func->global_symbol().empty() ? gvar->name : func->global_symbol();
+      if (is_kernel && sym == symbol->value) kernel = func;
+    }
+    PRIMJIT_USER_CHECK(kernel.defined())
+        << "host code generation: T.call_packed(\"" << symbol->value
+        << "\") names no kernel of the module; packed calls launch kernels (calling_conv 2)";
+    const AttrValue* tags = kernel->attr("tirx.kernel_launch_params");
+    size_t num_launch = tags != nullptr && tags->is_array() ? tags->as_array().size() : 0;
+    size_t num_params = kernel->params.size();
+    PRIMJIT_USER_CHECK(op->args.size() == 1 + num_params + num_launch)
+        << "T.call_packed(\"" << symbol->value << "\"): the kernel takes " << num_params
+        << " arguments and " << num_launch << " launch values, the call passes "
+        << op->args.size() - 1;
+    llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+    llvm::AllocaInst* launch = entry.CreateAlloca(
+        b_.getInt64Ty(), entry.getInt32(static_cast<int>(std::max<size_t>(num_launch, 1))));
+    llvm::AllocaInst* arg_ptrs = entry.CreateAlloca(
+        b_.getPtrTy(), entry.getInt32(static_cast<int>(std::max<size_t>(num_params, 1))));
+    for (size_t i = 0; i < num_params; ++i) {
+      DataType t = kernel->params[i].dtype();
+      Value* v = to_memory(t, visit_expr(op->args[1 + i]));
+      llvm::AllocaInst* slot = entry.CreateAlloca(v->getType());
+      b_.CreateStore(v, slot);
+      b_.CreateStore(slot, b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), arg_ptrs, i));
+    }
+    for (size_t i = 0; i < num_launch; ++i) {
+      Value* v = visit_expr(op->args[1 + num_params + i]);
+      b_.CreateStore(b_.CreateSExtOrTrunc(v, b_.getInt64Ty()),
+                     b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), launch, i));
+    }
+    std::string handle_name = kernel_handle_symbol(symbol->value, m_.suffix);
+    llvm::GlobalVariable* handle = m_.mod.getGlobalVariable(handle_name);
+    if (handle == nullptr) {
+      handle =
+          new llvm::GlobalVariable(m_.mod, b_.getPtrTy(), false, llvm::GlobalValue::ExternalLinkage,
+                                   llvm::ConstantPointerNull::get(b_.getPtrTy()), handle_name);
+    }
+    llvm::FunctionCallee run = m_.mod.getOrInsertFunction(
+        kLaunchSymbol, b_.getInt32Ty(), b_.getPtrTy(), b_.getPtrTy(), b_.getPtrTy());
+    Value* status = b_.CreateCall(run, {b_.CreateLoad(b_.getPtrTy(), handle), launch, arg_ptrs});
+    m_.launched.insert(symbol->value);
+    check_status(status);
+    return b_.getInt32(0);
+  }
+
   Value* call_function(const Call* op) {
     auto it = m_.functions.find(op->callee->name);
     PRIMJIT_USER_CHECK(it != m_.functions.end())
@@ -938,7 +995,7 @@ HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix
   HostModule out;
   out.context = std::make_unique<llvm::LLVMContext>();
   out.module = std::make_unique<llvm::Module>("primjit_host" + symbol_suffix, *out.context);
-  ModuleState state{*out.context, *out.module, module, symbol_suffix, {}, 0};
+  ModuleState state{*out.context, *out.module, module, symbol_suffix, {}, {}, 0};
   llvm::IRBuilder<> types(*out.context);
 
   // Declarations first, so functions can call each other in any order.
@@ -976,6 +1033,7 @@ HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix
     }
     gen.emit_body(func->body, nullptr);
   }
+  out.launched_kernels.assign(state.launched.begin(), state.launched.end());
   return out;
 }
 

@@ -9,12 +9,15 @@
 // - `T.parallel` loops are outlined into a body function called through the runtime's
 //   parallel-for (oneTBB); parallel loops nested inside run serially.
 // - A failed assert stores its message with primjit_rt_set_error and returns -1.
+// - `T.call_packed("kernel", ...)` launches a kernel through primjit_rt_launch (the launch ABI
+//   of jit/runtime/launch.h); a non-zero status propagates as -1.
 //
 // The interface is free of LLVM headers; callers that use the module include LLVM themselves.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "primjit/ir/function.h"
 
@@ -33,6 +36,9 @@ struct HostModule {
 
   std::unique_ptr<llvm::LLVMContext> context;
   std::unique_ptr<llvm::Module> module;
+  /// Symbols of the kernels the host code launches (sorted); each has a handle global named
+  /// kernel_handle_symbol(symbol, suffix) (jit/runtime/launch.h) the runtime must fill.
+  std::vector<std::string> launched_kernels;
 };
 
 /// LLVM IR for the host functions of `module`. `symbol_suffix` is appended to every defined

@@ -8,6 +8,7 @@
 
 #include "jit/llvm/codegen_llvm.h"
 #include "jit/runtime/host_runtime.h"
+#include "jit/runtime/launch.h"
 #include "primjit/error.h"
 
 namespace primjit::jit {
@@ -29,16 +30,35 @@ void ensure_runtime(OrcEngine& engine) {
 
 }  // namespace
 
-HostProgram::HostProgram(OrcEngine& engine, const IRModule& lowered) : engine_(engine) {
+HostProgram::HostProgram(OrcEngine& engine, const IRModule& lowered, const KernelResolver& kernels)
+    : engine_(engine) {
   ensure_runtime(engine);
   std::string suffix = unique_suffix();
   HostModule host = codegen_llvm(lowered, suffix);
+  std::vector<KernelHandle*> handles;
+  for (const std::string& kernel : host.launched_kernels) {
+    KernelHandle* handle = kernels ? kernels(kernel) : nullptr;
+    PRIMJIT_USER_CHECK(handle != nullptr)
+        << "the host code launches kernel '" << kernel
+        << "', but no code was loaded for it (compile the module's kernels for a device "
+           "target: cuda, or emu to run them in the interpreter)";
+    handles.push_back(handle);
+  }
   key_ = engine.add_module(std::move(host.module), std::move(host.context));
-  for (const auto& [gvar, func] : lowered->functions) {
-    const AttrValue* cc = func->attr("calling_conv");
-    if (cc == nullptr || !cc->is_int() || cc->as_int() != 1) continue;
-    functions_[gvar->name] =
-        reinterpret_cast<PJPackedFunc>(engine.lookup(func->global_symbol() + suffix));
+  try {
+    for (size_t i = 0; i < handles.size(); ++i) {
+      void* slot = engine.lookup(kernel_handle_symbol(host.launched_kernels[i], suffix));
+      *static_cast<KernelHandle**>(slot) = handles[i];
+    }
+    for (const auto& [gvar, func] : lowered->functions) {
+      const AttrValue* cc = func->attr("calling_conv");
+      if (cc == nullptr || !cc->is_int() || cc->as_int() != 1) continue;
+      functions_[gvar->name] =
+          reinterpret_cast<PJPackedFunc>(engine.lookup(func->global_symbol() + suffix));
+    }
+  } catch (...) {
+    engine.remove(key_);
+    throw;
   }
 }
 

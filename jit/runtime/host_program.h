@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -11,11 +12,18 @@
 
 namespace primjit::jit {
 
+class KernelHandle;
+
+/// The loaded kernel for a kernel symbol the host code launches (owned by the caller, alive
+/// as long as the HostProgram), or nullptr when there is none.
+using KernelResolver = std::function<KernelHandle*(const std::string& kernel_symbol)>;
+
 class HostProgram {
  public:
   /// Generates, optimizes and links the host functions of `lowered` (after MakePackedAPI).
   /// Symbols get a suffix unique in the process, so any number of variants can be loaded.
-  HostProgram(OrcEngine& engine, const IRModule& lowered);
+  /// Each kernel the host code launches gets its handle from `kernels`.
+  HostProgram(OrcEngine& engine, const IRModule& lowered, const KernelResolver& kernels = {});
   ~HostProgram();
   HostProgram(const HostProgram&) = delete;
   HostProgram& operator=(const HostProgram&) = delete;

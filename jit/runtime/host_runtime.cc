@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "jit/llvm/orc_engine.h"
+#include "jit/runtime/launch.h"
 #include "primjit/error.h"
 
 namespace primjit::jit {
@@ -20,9 +21,11 @@ thread_local std::string t_last_error;
 void register_host_runtime(OrcEngine& engine) {
   engine.define_symbol(kSetErrorSymbol, reinterpret_cast<void*>(&primjit_rt_set_error));
   engine.define_symbol(kParallelForSymbol, reinterpret_cast<void*>(&primjit_rt_parallel_for));
+  engine.define_symbol(kLaunchSymbol, reinterpret_cast<void*>(&primjit_rt_launch));
 }
 
 const std::string& last_error() { return t_last_error; }
+void set_last_error(std::string message) { t_last_error = std::move(message); }
 
 PJValue call_packed(PJPackedFunc func, const PJValue* args, int32_t num_args) {
   PJValue result{};
@@ -69,4 +72,14 @@ extern "C" int32_t primjit_rt_parallel_for(int64_t begin, int64_t end,
   if (!failed) return 0;
   primjit::jit::t_last_error = error;  // the caller's thread reports it
   return -1;
+}
+
+extern "C" int32_t primjit_rt_launch(void* handle, const int64_t* launch, void** args) {
+  if (handle == nullptr) {
+    primjit::jit::t_last_error =
+        "a kernel was launched before its code was loaded (no kernel handle); this is a bug in "
+        "primjit's runtime";
+    return -1;
+  }
+  return static_cast<primjit::jit::KernelHandle*>(handle)->launch(launch, args);
 }

@@ -23,6 +23,8 @@ void register_host_runtime(OrcEngine& engine);
 
 /// The message of the last failed call on this thread ("" if none).
 const std::string& last_error();
+/// Records the message of a failure on this thread (for runtime code that returns -1).
+void set_last_error(std::string message);
 
 /// Calls a packed function; a non-zero return becomes a primjit::Error with its message.
 /// Returns the result value (type index kPJNone when the function returns nothing).

@@ -12,6 +12,7 @@
 #include "jit/llvm/orc_engine.h"
 #include "jit/runtime/host_program.h"
 #include "jit/runtime/host_runtime.h"
+#include "jit/runtime/launch.h"
 #include "primjit/dlpack.h"
 #include "primjit/float_formats.h"
 #include "primjit/ir/text.h"
@@ -364,6 +365,68 @@ TEST(HostCodegen, LoadingAndUnloadingVariantsKeepsMemoryFlat) {
   long growth = resident_kib() - before;
   // A leaked variant costs tens of KiB (code, symbols, IR): 400 of them would exceed this.
   EXPECT_LT(growth, 4096) << "resident memory grew by " << growth << " KiB over 400 variants";
+}
+
+}  // namespace
+}  // namespace primjit::jit
+
+namespace primjit::jit {
+namespace {
+
+// A kernel run by the test itself: records the launch and adds the vectors on the CPU.
+class RecordingKernel : public KernelHandle {
+ public:
+  int32_t launch(const int64_t* launch, void** args) noexcept override {
+    launches.push_back({launch[0], launch[1]});
+    const float* a = *static_cast<float**>(args[0]);
+    const float* b = *static_cast<float**>(args[1]);
+    float* c = *static_cast<float**>(args[2]);
+    int32_t n = *static_cast<int32_t*>(args[3]);
+    if (fail) {
+      set_last_error("kernel failed on purpose");
+      return -1;
+    }
+    for (int32_t i = 0; i < n; ++i) c[i] = a[i] + b[i];
+    return 0;
+  }
+  std::vector<std::pair<int64_t, int64_t>> launches;
+  bool fail = false;
+};
+
+TEST(HostCodegen, LaunchesKernelsThroughTheLaunchAbi) {
+  // The kernel targets the interpreter, but the host side is the same for every device.
+  IRModule lowered = lower(R"(
+@T.prim_func
+def vadd(a: T.handle, b: T.handle, c: T.handle):
+    T.func_attr({"target": T.target("emu", host="llvm")})
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    C = T.match_buffer(c, (n,), "float32")
+    bx = T.launch_thread("blockIdx.x", (n + 127) // 128)
+    tx = T.launch_thread("threadIdx.x", 128)
+    if bx * 128 + tx < n:
+        C[bx * 128 + tx] = A[bx * 128 + tx] + B[bx * 128 + tx]
+)");
+  RecordingKernel kernel;
+  std::string launched;
+  HostProgram program(engine(), lowered, [&](const std::string& symbol) -> KernelHandle* {
+    launched = symbol;
+    return &kernel;
+  });
+  EXPECT_EQ(launched, "vadd_kernel");
+  HostTensor<float> a({300}, kF32), b({300}, kF32), c({300}, kF32);
+  std::iota(a.data.begin(), a.data.end(), 1.0f);
+  std::iota(b.data.begin(), b.data.end(), 2.0f);
+  PJValue args[] = {a.arg(), b.arg(), c.arg()};
+  call_packed(program.function("vadd"), args, 3);
+  ASSERT_EQ(kernel.launches.size(), 1u);
+  EXPECT_EQ(kernel.launches[0], (std::pair<int64_t, int64_t>{3, 128}));  // blocks, threads
+  for (int i = 0; i < 300; ++i) ASSERT_EQ(c.data[i], a.data[i] + b.data[i]);
+  kernel.fail = true;
+  EXPECT_ERROR_CONTAINS(call_packed(program.function("vadd"), args, 3), "kernel failed on purpose");
+  // Without loaded kernel code the host module is refused before anything runs.
+  EXPECT_ERROR_CONTAINS(HostProgram(engine(), lowered), "no code was loaded for it");
 }
 
 }  // namespace
