@@ -37,6 +37,10 @@ void check(llvm::Error error, std::string_view what) {
   if (error) PRIMJIT_USER_ERROR() << what << ": " << to_string(std::move(error));
 }
 
+// The last error ORC reported on this thread (materialization failures such as unresolved
+// symbols are reported here rather than through the lookup's own error).
+thread_local std::string t_session_error;
+
 void initialize_llvm_once() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -183,6 +187,9 @@ OrcEngine::OrcEngine(OrcOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->jit =
       take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(impl_->machine_builder).create(),
            "cannot create the LLVM ORC JIT");
+  impl_->jit->getExecutionSession().setErrorReporter([](llvm::Error error) {
+    t_session_error = to_string(std::move(error));
+  });
   PRIMJIT_LOG_DEBUG << "ORC engine for " << impl_->triple << " (" << impl_->cpu << "), O"
                     << options.opt_level;
 }
@@ -215,11 +222,17 @@ OrcEngine::ModuleKey OrcEngine::add_ir_text(std::string_view ir_text,
 }
 
 void* OrcEngine::lookup(std::string_view symbol) {
+  t_session_error.clear();
   auto address = impl_->jit->lookup(llvm::StringRef(symbol.data(), symbol.size()));
   if (!address) {
+    std::string error = to_string(address.takeError());
+    if (!t_session_error.empty()) {
+      PRIMJIT_USER_ERROR() << "cannot link '" << symbol << "': " << t_session_error
+                           << " (an extern function the code calls is not defined in this "
+                              "process)";
+    }
     PRIMJIT_USER_ERROR() << "symbol '" << symbol << "' is not defined in the JIT session ("
-                         << to_string(address.takeError())
-                         << "); was its module removed or never added?";
+                         << error << "); was its module removed or never added?";
   }
   return address->toPtr<void*>();
 }

@@ -1,0 +1,164 @@
+// The JIT runtime: kernels that compile lazily, once per argument signature, and are cached.
+//
+//   primjit::Jit jit;                                  // ORC session, device state, the cache
+//   primjit::Kernel k = jit.kernel(func);              // compiles nothing yet
+//   k(a, b, 2.0f);                                     // DLTensor* / Tensor / C++ numbers
+//   primjit::KernelStats st = k.stats();
+//
+// The first call with a new key (see Policy) lowers the function (Specialize, then the default
+// pipeline), compiles the host code with LLVM ORC and the kernels for the device, loads them,
+// stores the variant and calls it. Later calls with the same key run the stored variant: a
+// check of the kernel's last variant, then a lookup that takes no writer lock and allocates
+// nothing. Kernels and the Jit are safe to use from several threads at once; concurrent first
+// calls with one key compile once, distinct keys compile in parallel.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "primjit/abi.h"
+#include "primjit/ir/function.h"
+#include "primjit/ir/target.h"
+#include "primjit/tensor.h"
+
+namespace primjit {
+
+/// How argument shapes select variants.
+enum class Policy {
+  kExact,    // every distinct shape tuple is its own variant, dimensions compiled in
+  kDynamic,  // one variant per dtype/ndim signature; dimensions bound at call time
+  kAuto,     // exact until a dimension has taken more than auto_threshold values, then that
+             // dimension stays symbolic in the variants compiled from then on
+};
+
+/// What happens when a kernel would compile more than recompile_limit variants.
+enum class OnRecompileLimit {
+  kError,              // throw primjit::Error naming the dimension that keeps changing
+  kFallbackToDynamic,  // use (and compile once) the fully dynamic variant
+};
+
+struct KernelOptions {
+  /// llvm, cuda or emu. Undefined: the function's own "target" attribute, else cuda when a
+  /// driver and a device exist, else llvm. A device target (cuda, emu) runs the host part on
+  /// the CPU (llvm).
+  Target target;
+  Policy policy = Policy::kExact;
+  int auto_threshold = 4;
+  int recompile_limit = 32;
+  OnRecompileLimit on_recompile_limit = OnRecompileLimit::kError;
+};
+
+/// Milliseconds spent in each compile stage, summed over a kernel's compiles.
+struct StageTimes {
+  double passes_ms = 0;
+  double host_ms = 0;  // LLVM code generation, optimization and ORC linking
+  double device_codegen_ms = 0;
+  double device_compile_ms = 0;  // NVRTC
+  double load_ms = 0;            // loading device code
+};
+
+struct KernelStats {
+  uint64_t calls = 0;
+  uint64_t hits = 0;
+  uint64_t misses = 0;  // = compiles
+  uint64_t disk_hits = 0;
+  uint64_t variants = 0;   // variants compiled for this kernel that are still cached
+  uint64_t evictions = 0;  // of this kernel's variants
+  StageTimes compile;
+  /// Why each compile happened, in order: "first call", "A.shape[0]: 128 -> 130", ...
+  std::vector<std::string> reasons;
+};
+
+struct JitOptions {
+  /// Variants kept across all kernels; the least recently used is evicted beyond it.
+  size_t cache_capacity = 256;
+  /// LLVM optimization level of host code (0-3).
+  int opt_level = 3;
+};
+
+/// One argument of a call: a tensor (DLTensor*) or a scalar.
+struct Arg {
+  PJValue value{};
+
+  Arg(DLTensor* t) { set_ptr(kPJDLTensorPtr, t); }  // NOLINT: implicit by design
+  Arg(const DLTensor* t) { set_ptr(kPJDLTensorPtr, const_cast<DLTensor*>(t)); }  // NOLINT
+  Arg(Tensor& t) { set_ptr(kPJDLTensorPtr, t.dl()); }                            // NOLINT
+  Arg(bool b) {                                                                  // NOLINT
+    value.type_index = kPJBool;
+    value.v_int64 = b ? 1 : 0;
+  }
+  template <typename T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+  Arg(T v) {  // NOLINT
+    value.type_index = kPJInt;
+    value.v_int64 = static_cast<int64_t>(v);
+  }
+  template <typename T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
+  Arg(T v) {  // NOLINT
+    value.type_index = kPJFloat;
+    value.v_float64 = static_cast<double>(v);
+  }
+
+ private:
+  void set_ptr(int32_t type, void* p) {
+    value.type_index = type;
+    value.v_ptr = p;
+  }
+};
+
+class Jit;
+
+class Kernel {
+ public:
+  Kernel() = default;
+
+  /// Calls the kernel; returns the function's return value (type index kPJNone if none).
+  /// Bad arguments throw primjit::Error naming the function, the argument, expected and
+  /// actual; nothing is compiled for a bad call.
+  template <typename... Args>
+  PJValue operator()(Args&&... args) const {
+    Arg packed[] = {Arg(std::forward<Args>(args))..., Arg(0)};
+    return call(std::span<const Arg>(packed, sizeof...(Args)));
+  }
+  PJValue call(std::span<const Arg> args) const;
+
+  KernelStats stats() const;
+  /// The function as given to Jit::kernel.
+  const PrimFunc& function() const;
+  /// The target variants are compiled for.
+  const Target& target() const;
+
+  struct State;
+
+ private:
+  friend class Jit;
+  explicit Kernel(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
+};
+
+class Jit {
+ public:
+  explicit Jit(JitOptions options = {});
+  ~Jit();
+  Jit(const Jit&) = delete;
+  Jit& operator=(const Jit&) = delete;
+
+  /// A kernel for `func`; compiles nothing until the first call.
+  Kernel kernel(const PrimFunc& func, KernelOptions options = {});
+  /// A kernel for function `name` of `module` (other functions are its private callees).
+  Kernel kernel(const IRModule& module, const std::string& name, KernelOptions options = {});
+
+  /// The target used when KernelOptions and the function name none: cuda with a driver and a
+  /// device, else llvm.
+  static Target default_target();
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace primjit

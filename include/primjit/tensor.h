@@ -1,0 +1,49 @@
+// primjit::Tensor: an owning n-d array in host or CUDA memory, exchanged as DLPack.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "primjit/dlpack.h"
+#include "primjit/ir/dtype.h"
+
+namespace primjit {
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  /// A zero-filled, compact tensor on `device` (CPU memory, or CUDA memory through the driver:
+  /// without one this throws the "no CUDA driver" error).
+  static Tensor zeros(std::vector<int64_t> shape, DataType dtype, DLDevice device = {kDLCPU, 0});
+  /// Takes ownership of a DLPack tensor: its deleter runs when the last copy of the Tensor goes.
+  static Tensor from_dlpack(DLManagedTensor* managed);
+  /// A DLPack tensor sharing this memory; the receiver must call its deleter once.
+  DLManagedTensor* to_dlpack() const;
+
+  bool defined() const { return impl_ != nullptr; }
+  /// The DLTensor view (valid while this Tensor or a copy lives). Pass it to kernels.
+  DLTensor* dl() const;
+  DataType dtype() const;
+  const std::vector<int64_t>& shape() const;
+  int64_t numel() const;
+  size_t nbytes() const;
+  DLDevice device() const;
+
+  /// Typed access to host memory; throws primjit::Error for device tensors.
+  template <typename T>
+  T* data() const {
+    return static_cast<T*>(host_data());
+  }
+  /// A copy on `device` (host <-> CUDA through the driver).
+  Tensor to(DLDevice device) const;
+
+  struct Impl;
+
+ private:
+  void* host_data() const;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace primjit

@@ -1,0 +1,575 @@
+// The JIT runtime: argument checks, cache keys, single-flight compilation, LRU eviction.
+#include "primjit/jit.h"
+
+#include <tbb/concurrent_hash_map.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "jit/cuda/driver.h"
+#include "jit/llvm/orc_engine.h"
+#include "jit/runtime/device_code.h"
+#include "jit/runtime/host_program.h"
+#include "jit/runtime/host_runtime.h"
+#include "primjit/error.h"
+#include "primjit/ir/structural.h"
+#include "primjit/log.h"
+#include "primjit/passes.h"
+
+namespace primjit {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Key values are int64; a dimension left symbolic is this marker.
+constexpr int64_t kSymbolic = INT64_MIN;
+
+// Keys up to this many values are built on the stack (no allocation on a hit).
+constexpr size_t kInlineKey = 48;
+
+struct KeyBuffer {
+  int64_t inline_values[kInlineKey];
+  std::vector<int64_t> overflow;
+  size_t size = 0;
+
+  void push(int64_t v) {
+    if (size < kInlineKey) {
+      inline_values[size++] = v;
+      return;
+    }
+    if (overflow.empty()) overflow.assign(inline_values, inline_values + kInlineKey);
+    overflow.push_back(v);
+    ++size;
+  }
+  const int64_t* data() const { return size <= kInlineKey ? inline_values : overflow.data(); }
+  uint64_t hash(uint64_t seed) const {
+    uint64_t h = seed ^ 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < size; ++i) {
+      h ^= static_cast<uint64_t>(data()[i]) + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    }
+    return h;
+  }
+  bool equals(const std::vector<int64_t>& key) const {
+    return key.size() == size && std::equal(key.begin(), key.end(), data());
+  }
+};
+
+// Where in the signature each parameter's argument goes and what it must be.
+struct ParamInfo {
+  std::string name;  // buffer name for buffers, else the parameter's name
+  Buffer buffer;     // undefined for scalars
+  DataType dtype;    // buffer element dtype or the scalar's dtype
+};
+
+}  // namespace
+
+// --- variants and the cache ------------------------------------------------------------------
+
+namespace jit_detail {
+
+struct Variant {
+  std::vector<int64_t> key;
+  std::unique_ptr<jit::DeviceCode> device;  // declared before host: destroyed after it
+  std::unique_ptr<jit::HostProgram> host;
+  PJPackedFunc entry = nullptr;
+  std::weak_ptr<Kernel::State> kernel;  // for eviction statistics
+};
+
+struct Entry {
+  std::vector<int64_t> key;
+  std::shared_future<std::shared_ptr<Variant>> future;
+  std::atomic<uint64_t> last_use{0};
+};
+
+}  // namespace jit_detail
+
+using jit_detail::Entry;
+using jit_detail::Variant;
+
+struct Jit::State {
+  JitOptions options;
+  jit::OrcEngine engine;
+  tbb::concurrent_hash_map<uint64_t, std::shared_ptr<Entry>> cache;
+  std::atomic<uint64_t> clock{0};
+  // Every cached entry by hash, for eviction: the concurrent map cannot be walked while
+  // other threads insert, so the LRU scan walks this copy under its mutex.
+  std::mutex lru_mutex;
+  std::map<uint64_t, std::weak_ptr<Entry>> lru;
+
+  explicit State(JitOptions o) : options(o), engine(jit::OrcOptions{o.opt_level, false}) {}
+
+  void evict_if_needed(uint64_t keep_hash);
+};
+
+struct Kernel::State {
+  std::shared_ptr<Jit::State> jit;
+  PrimFunc func;      // with the target applied
+  PrimFunc original;  // as given
+  IRModule module;    // the function and its private callees
+  std::string name;
+  KernelOptions options;
+  Target target;
+  uint64_t fingerprint = 0;
+  std::vector<ParamInfo> params;
+
+  std::atomic<std::shared_ptr<Variant>> last;
+
+  std::atomic<uint64_t> calls{0}, hits{0}, misses{0}, evictions{0};
+  std::mutex mutex;  // guards the fields below
+  StageTimes times;
+  std::vector<std::string> reasons;
+  std::vector<std::vector<int64_t>> compiled_keys;
+  // kAuto: distinct values seen per (parameter, dimension), and the dimensions made symbolic.
+  std::map<std::pair<size_t, size_t>, std::set<int64_t>> seen;
+  std::set<std::pair<size_t, size_t>> symbolic;
+  std::atomic<bool> fell_back{false};  // the recompile limit switched to the dynamic variant
+};
+
+namespace {
+
+// Tensor and scalar checks that must hold before anything is compiled.
+void check_arguments(const Kernel::State& k, std::span<const Arg> args) {
+  auto where = [&](size_t i) {
+    return "argument #" + std::to_string(i) + " ('" + k.params[i].name + "') of '" + k.name + "'";
+  };
+  PRIMJIT_USER_CHECK(args.size() == k.params.size())
+      << "'" << k.name << "' takes " << k.params.size() << " arguments, got " << args.size();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const PJValue& v = args[i].value;
+    const ParamInfo& p = k.params[i];
+    if (!p.buffer.defined()) {
+      PRIMJIT_USER_CHECK(v.type_index != kPJDLTensorPtr)
+          << where(i) << ": expected a " << p.dtype << " scalar, got a tensor";
+      continue;
+    }
+    PRIMJIT_USER_CHECK(v.type_index == kPJDLTensorPtr)
+        << where(i) << ": expected a tensor (" << p.buffer->dtype << "), got a "
+        << type_index_name(v.type_index);
+    const auto* t = static_cast<const DLTensor*>(v.v_ptr);
+    PRIMJIT_USER_CHECK(t != nullptr) << where(i) << ": expected a tensor, got a null DLTensor*";
+    DataType got;
+    bool known = DataType::from_dlpack(t->dtype.code, t->dtype.bits, t->dtype.lanes, &got);
+    PRIMJIT_USER_CHECK(known && got == p.buffer->dtype)
+        << where(i) << ": expected dtype " << p.buffer->dtype << ", got " << dtype_name(t->dtype);
+    PRIMJIT_USER_CHECK(t->ndim == static_cast<int>(p.buffer->shape.size()))
+        << where(i) << ": expected " << p.buffer->shape.size() << " dimensions, got " << t->ndim
+        << " (" << describe(*t) << ")";
+    PRIMJIT_USER_CHECK(t->ndim == 0 || t->shape != nullptr)
+        << where(i) << ": the DLTensor has no shape array";
+    int expected_device = k.target->kind == "cuda" ? kDLCUDA : kDLCPU;
+    PRIMJIT_USER_CHECK(t->device.device_type == expected_device ||
+                       (expected_device == kDLCUDA && t->device.device_type == kDLCUDAManaged))
+        << where(i) << ": expected a tensor on " << (expected_device == kDLCUDA ? "cuda" : "cpu")
+        << " (target " << k.target.str() << "), got " << describe(*t);
+    PRIMJIT_USER_CHECK(t->data != nullptr || num_elements(*t) == 0)
+        << where(i) << ": the tensor's data pointer is null";
+    for (int d = 0; d < t->ndim; ++d) {
+      PRIMJIT_USER_CHECK(t->shape[d] >= 0)
+          << where(i) << ": dimension " << d << " is negative (" << t->shape[d] << ")";
+    }
+  }
+}
+
+// The key of a call: per tensor its dtype and ndim, and under kExact/kAuto its dimensions
+// (symbolic ones as kSymbolic).
+void build_key(const Kernel::State& k, std::span<const Arg> args, bool dynamic,
+               const std::set<std::pair<size_t, size_t>>& symbolic, KeyBuffer* key) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!k.params[i].buffer.defined()) continue;
+    const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
+    key->push((int64_t{t->dtype.code} << 24) | (int64_t{t->dtype.bits} << 16) | t->dtype.lanes);
+    key->push(t->ndim);
+    for (int d = 0; d < t->ndim; ++d) {
+      bool sym = dynamic || symbolic.count({i, static_cast<size_t>(d)}) > 0;
+      key->push(sym ? kSymbolic : t->shape[d]);
+    }
+  }
+}
+
+std::string dim_name(const Kernel::State& k, size_t param, size_t dim) {
+  return k.params[param].name + ".shape[" + std::to_string(dim) + "]";
+}
+
+// Why a new key compiles: the dimensions that differ from the closest earlier variant.
+std::string compile_reason(const Kernel::State& k, const std::vector<int64_t>& key) {
+  if (k.compiled_keys.empty()) return "first call";
+  const std::vector<int64_t>* best = nullptr;
+  size_t best_diff = SIZE_MAX;
+  for (const auto& old : k.compiled_keys) {
+    if (old.size() != key.size()) continue;
+    size_t diff = 0;
+    for (size_t i = 0; i < key.size(); ++i) diff += old[i] != key[i];
+    if (diff < best_diff) {
+      best_diff = diff;
+      best = &old;
+    }
+  }
+  if (best == nullptr) return "new dtype or rank";
+  // Walk the key layout again to name the positions.
+  std::string out;
+  size_t pos = 0;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (!k.params[i].buffer.defined()) continue;
+    if ((*best)[pos] != key[pos]) out += (out.empty() ? "" : ", ") + k.params[i].name + ".dtype";
+    size_t ndim = static_cast<size_t>(key[pos + 1]);
+    pos += 2;
+    for (size_t d = 0; d < ndim && pos < key.size(); ++d, ++pos) {
+      if ((*best)[pos] == key[pos]) continue;
+      auto text = [](int64_t v) {
+        return v == kSymbolic ? std::string("symbolic") : std::to_string(v);
+      };
+      out += (out.empty() ? "" : ", ") + dim_name(k, i, d) + ": " + text((*best)[pos]) + " -> " +
+             text(key[pos]);
+    }
+  }
+  return out.empty() ? "new signature" : out;
+}
+
+// Lowers and compiles one variant.
+std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> args,
+                                         std::vector<int64_t> key, bool dynamic,
+                                         const std::set<std::pair<size_t, size_t>>& symbolic) {
+  auto variant = std::make_shared<Variant>();
+  variant->key = std::move(key);
+  StageTimes times;
+  Clock::time_point start = Clock::now();
+  PrimFunc func = k.func;
+  if (!dynamic) {
+    std::unordered_map<const VarNode*, Expr> values;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Buffer& b = k.params[i].buffer;
+      if (!b.defined()) continue;
+      const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
+      for (size_t d = 0; d < b->shape.size(); ++d) {
+        const auto* var = b->shape[d].as<VarNode>();
+        if (var == nullptr || symbolic.count({i, d}) || values.count(var)) continue;
+        values.emplace(var, IntImm::make(var->dtype, t->shape[d]));
+      }
+    }
+    func = passes::specialize(func, values);
+  }
+  IRModule lowered =
+      passes::run_passes(k.module.with_function(k.name, func), passes::default_pipeline());
+  times.passes_ms = ms_since(start);
+
+  if (k.target->is_device()) {
+    variant->device = jit::load_device_code(lowered, k.target, &times);
+  }
+  start = Clock::now();
+  jit::DeviceCode* device = variant->device.get();
+  variant->host = std::make_unique<jit::HostProgram>(
+      k.jit->engine, lowered, [device](const std::string& symbol) -> jit::KernelHandle* {
+        if (device == nullptr) return nullptr;
+        auto it = device->kernels.find(symbol);
+        return it == device->kernels.end() ? nullptr : it->second.get();
+      });
+  variant->entry = variant->host->function(k.name);
+  times.host_ms = ms_since(start);
+
+  std::lock_guard<std::mutex> lock(k.mutex);
+  k.times.passes_ms += times.passes_ms;
+  k.times.host_ms += times.host_ms;
+  k.times.device_codegen_ms += times.device_codegen_ms;
+  k.times.device_compile_ms += times.device_compile_ms;
+  k.times.load_ms += times.load_ms;
+  return variant;
+}
+
+PJValue run_variant(const Variant& v, std::span<const Arg> args) {
+  PJValue stack[16];
+  std::vector<PJValue> heap;
+  PJValue* values = stack;
+  if (args.size() > 16) {
+    heap.resize(args.size());
+    values = heap.data();
+  }
+  for (size_t i = 0; i < args.size(); ++i) values[i] = args[i].value;
+  return jit::call_packed(v.entry, values, static_cast<int32_t>(args.size()));
+}
+
+}  // namespace
+
+void Jit::State::evict_if_needed(uint64_t keep_hash) {
+  std::lock_guard<std::mutex> lock(lru_mutex);
+  while (lru.size() > options.cache_capacity) {
+    uint64_t victim = 0;
+    uint64_t oldest = UINT64_MAX;
+    bool found = false;
+    for (auto it = lru.begin(); it != lru.end();) {
+      std::shared_ptr<Entry> e = it->second.lock();
+      if (e == nullptr) {
+        it = lru.erase(it);
+        continue;
+      }
+      bool ready = e->future.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+      if (it->first != keep_hash && ready && e->last_use.load() < oldest) {
+        oldest = e->last_use.load();
+        victim = it->first;
+        found = true;
+      }
+      ++it;
+    }
+    if (!found) return;
+    lru.erase(victim);
+    decltype(cache)::accessor acc;
+    if (!cache.find(acc, victim)) continue;
+    std::shared_ptr<Entry> entry = acc->second;
+    cache.erase(acc);
+    acc.release();
+    try {
+      if (std::shared_ptr<Variant> v = entry->future.get()) {
+        if (auto ks = v->kernel.lock()) ++ks->evictions;
+      }
+    } catch (...) {
+    }
+    // The variant is unloaded when the last call holding it returns.
+  }
+}
+
+Jit::Jit(JitOptions options) : state_(std::make_shared<State>(options)) {
+  PRIMJIT_USER_CHECK(options.cache_capacity > 0) << "JitOptions::cache_capacity must be positive";
+}
+Jit::~Jit() = default;
+
+Target Jit::default_target() {
+  if (jit::CudaDriver* driver = jit::CudaDriver::try_get()) {
+    try {
+      if (driver->device_count() > 0) {
+        return Target::cuda("sm_" + std::to_string(driver->device_info(0).arch()));
+      }
+    } catch (const Error&) {
+    }
+  }
+  return Target::llvm();
+}
+
+Kernel Jit::kernel(const PrimFunc& func, KernelOptions options) {
+  std::string name = func->global_symbol().empty() ? "main" : func->global_symbol();
+  PrimFunc f = func->global_symbol().empty() ? func.with_attr("global_symbol", name) : func;
+  return kernel(IRModule::from_function(name, f), name, std::move(options));
+}
+
+Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOptions options) {
+  PrimFunc func = module->lookup(name);
+  PRIMJIT_USER_CHECK(!func->global_symbol().empty())
+      << "Jit::kernel: function '" << name << "' is private; only public functions are kernels";
+  PRIMJIT_USER_CHECK(options.auto_threshold >= 1) << "KernelOptions::auto_threshold must be >= 1";
+  PRIMJIT_USER_CHECK(options.recompile_limit >= 1) << "KernelOptions::recompile_limit must be >= 1";
+  auto state = std::make_shared<Kernel::State>();
+  state->jit = state_;
+  state->original = func;
+  state->name = name;
+  state->options = options;
+  Target target = options.target.defined()   ? options.target
+                  : func->target().defined() ? func->target()
+                                             : default_target();
+  if (target->is_device() && !target->host.defined()) {
+    target = Target::make(target->kind, target->arch, Target::llvm());
+  }
+  state->target = target;
+  state->func = func.with_attr("target", AttrValue(target));
+  state->module = module.with_function(name, state->func);
+  state->fingerprint = structural_hash(state->module) ^ std::hash<std::string>()(target.str());
+  for (const Var& p : func->params) {
+    Buffer b = func->buffer_of(p);
+    state->params.push_back(
+        ParamInfo{b.defined() ? b->name : p->name, b, b.defined() ? b->dtype : p.dtype()});
+  }
+  PRIMJIT_LOG_DEBUG << "kernel '" << name << "' for " << target.str();
+  return Kernel(std::move(state));
+}
+
+PJValue Kernel::call(std::span<const Arg> args) const {
+  PRIMJIT_USER_CHECK(state_ != nullptr) << "call of an empty Kernel (use Jit::kernel)";
+  State& k = *state_;
+  ++k.calls;
+  check_arguments(k, args);
+
+  bool dynamic = k.options.policy == Policy::kDynamic;
+  KeyBuffer key;
+  if (k.options.policy == Policy::kAuto || k.fell_back.load()) {
+    std::lock_guard<std::mutex> lock(k.mutex);
+    dynamic = dynamic || k.fell_back;
+    build_key(k, args, dynamic, k.symbolic, &key);
+  } else {
+    build_key(k, args, dynamic, {}, &key);
+  }
+
+  // 1. The kernel's last variant.
+  if (std::shared_ptr<Variant> last = k.last.load(); last && key.equals(last->key)) {
+    ++k.hits;
+    return run_variant(*last, args);
+  }
+  // 2. The Jit's cache.
+  uint64_t hash = key.hash(k.fingerprint);
+  Jit::State& jit = *k.jit;
+  {
+    decltype(jit.cache)::const_accessor acc;
+    if (jit.cache.find(acc, hash) && key.equals(acc->second->key)) {
+      std::shared_ptr<Entry> entry = acc->second;
+      acc.release();
+      entry->last_use = ++jit.clock;
+      std::shared_ptr<Variant> v = entry->future.get();  // may wait for another thread's compile
+      ++k.hits;
+      k.last.store(v);
+      return run_variant(*v, args);
+    }
+  }
+
+  // 3. A miss: decide what to compile (kAuto may make dimensions symbolic, the limit may apply).
+  std::vector<int64_t> full_key(key.data(), key.data() + key.size);
+  std::string reason;
+  std::set<std::pair<size_t, size_t>> symbolic;
+  {
+    std::lock_guard<std::mutex> lock(k.mutex);
+    dynamic = dynamic || k.fell_back;
+    symbolic = k.symbolic;
+    if (k.options.policy == Policy::kAuto && !dynamic) {
+      bool changed = false;
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (!k.params[i].buffer.defined()) continue;
+        const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
+        for (int d = 0; d < t->ndim; ++d) {
+          std::pair<size_t, size_t> at{i, static_cast<size_t>(d)};
+          if (k.symbolic.count(at)) continue;
+          std::set<int64_t>& values = k.seen[at];
+          values.insert(t->shape[d]);
+          if (static_cast<int>(values.size()) > k.options.auto_threshold) {
+            k.symbolic.insert(at);
+            changed = true;
+            PRIMJIT_LOG_INFO << "kernel '" << k.name << "': " << dim_name(k, i, d) << " took "
+                             << values.size() << " values; it is symbolic from now on";
+          }
+        }
+      }
+      if (changed) {
+        symbolic = k.symbolic;
+        KeyBuffer again;
+        build_key(k, args, false, symbolic, &again);
+        full_key.assign(again.data(), again.data() + again.size);
+        hash = again.hash(k.fingerprint);
+      }
+    }
+    if (!dynamic && static_cast<int>(k.compiled_keys.size()) >= k.options.recompile_limit) {
+      // Name the dimension that took the most values.
+      std::string culprit = "the argument shapes";
+      size_t most = 0;
+      std::map<std::pair<size_t, size_t>, std::set<int64_t>> values;
+      for (const auto& old : k.compiled_keys) {
+        size_t pos = 0;
+        for (size_t i = 0; i < k.params.size(); ++i) {
+          if (!k.params[i].buffer.defined()) continue;
+          size_t ndim = static_cast<size_t>(old[pos + 1]);
+          pos += 2;
+          for (size_t d = 0; d < ndim; ++d, ++pos) values[{i, d}].insert(old[pos]);
+        }
+      }
+      for (const auto& [at, vals] : values) {
+        if (vals.size() > most) {
+          most = vals.size();
+          culprit =
+              dim_name(k, at.first, at.second) + " (" + std::to_string(vals.size()) + " values)";
+        }
+      }
+      if (k.options.on_recompile_limit == OnRecompileLimit::kError) {
+        PRIMJIT_USER_ERROR() << "kernel '" << k.name << "' reached its recompile limit of "
+                             << k.options.recompile_limit << " variants; " << culprit
+                             << " keeps changing. Use Policy::kDynamic or kAuto for it, or "
+                                "OnRecompileLimit::kFallbackToDynamic";
+      }
+      k.fell_back = true;
+      dynamic = true;
+      KeyBuffer again;
+      build_key(k, args, true, {}, &again);
+      full_key.assign(again.data(), again.data() + again.size);
+      hash = again.hash(k.fingerprint);
+      PRIMJIT_LOG_INFO << "kernel '" << k.name << "': recompile limit reached (" << culprit
+                       << "); falling back to the dynamic variant";
+    }
+  }
+
+  // 4. Single flight: the thread that inserts the entry compiles, the others wait for it.
+  std::shared_ptr<Entry> entry;
+  std::promise<std::shared_ptr<Variant>> promise;
+  bool owner = false;
+  {
+    decltype(jit.cache)::accessor acc;
+    if (jit.cache.insert(acc, hash)) {
+      acc->second = std::make_shared<Entry>();
+      acc->second->key = full_key;
+      acc->second->future = promise.get_future().share();
+      owner = true;
+    } else if (!(acc->second->key == full_key)) {
+      // A 64-bit hash collision with another key: compile without caching.
+      acc.release();
+      ++k.misses;
+      std::shared_ptr<Variant> v = compile_variant(k, args, full_key, dynamic, symbolic);
+      return run_variant(*v, args);
+    }
+    entry = acc->second;
+  }
+  entry->last_use = ++jit.clock;
+  if (owner) {
+    ++k.misses;
+    {
+      std::lock_guard<std::mutex> lock(k.mutex);
+      reason = compile_reason(k, full_key);
+      k.reasons.push_back(reason);
+      k.compiled_keys.push_back(full_key);
+    }
+    PRIMJIT_LOG_INFO << "kernel '" << k.name << "': compiling a variant (" << reason << ")";
+    try {
+      std::shared_ptr<Variant> v = compile_variant(k, args, full_key, dynamic, symbolic);
+      v->kernel = state_;
+      promise.set_value(v);
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+      // Not cached as a success: the next call tries again.
+      decltype(jit.cache)::accessor acc;
+      if (jit.cache.find(acc, hash) && acc->second == entry) jit.cache.erase(acc);
+      std::lock_guard<std::mutex> lock(k.mutex);
+      k.compiled_keys.pop_back();
+      throw;
+    }
+    {
+      std::lock_guard<std::mutex> lock(jit.lru_mutex);
+      jit.lru[hash] = entry;
+    }
+    jit.evict_if_needed(hash);
+  } else {
+    ++k.hits;
+  }
+  std::shared_ptr<Variant> v = entry->future.get();
+  k.last.store(v);
+  return run_variant(*v, args);
+}
+
+KernelStats Kernel::stats() const {
+  PRIMJIT_USER_CHECK(state_ != nullptr) << "stats of an empty Kernel";
+  State& k = *state_;
+  KernelStats s;
+  s.calls = k.calls;
+  s.hits = k.hits;
+  s.misses = k.misses;
+  s.evictions = k.evictions;
+  std::lock_guard<std::mutex> lock(k.mutex);
+  s.compile = k.times;
+  s.reasons = k.reasons;
+  s.variants = k.misses - k.evictions;
+  return s;
+}
+
+const PrimFunc& Kernel::function() const { return state_->original; }
+const Target& Kernel::target() const { return state_->target; }
+
+}  // namespace primjit

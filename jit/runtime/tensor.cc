@@ -1,0 +1,151 @@
+#include "primjit/tensor.h"
+
+#include <cstring>
+
+#include "jit/cuda/driver.h"
+#include "primjit/error.h"
+
+namespace primjit {
+
+struct Tensor::Impl {
+  DLTensor dl{};
+  std::vector<int64_t> shape;
+  DataType dtype;
+  // Exactly one owner of the memory: our own allocation or a DLPack producer's tensor.
+  std::vector<uint8_t> host;
+  jit::DevicePtr device_memory = 0;
+  DLManagedTensor* managed = nullptr;
+
+  ~Impl() {
+    if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
+    if (device_memory != 0) {
+      if (jit::CudaDriver* driver = jit::CudaDriver::try_get()) driver->free(device_memory);
+    }
+  }
+};
+
+namespace {
+
+DLDataType dl_dtype(DataType t) {
+  DLDataType out{static_cast<uint8_t>(t.dlpack_code()), static_cast<uint8_t>(t.bits()),
+                 static_cast<uint16_t>(t.lanes())};
+  return out;
+}
+
+size_t bytes_of(DataType t, int64_t count) {
+  return static_cast<size_t>(count) * static_cast<size_t>((t.bits() * t.lanes() + 7) / 8);
+}
+
+}  // namespace
+
+Tensor Tensor::zeros(std::vector<int64_t> shape, DataType dtype, DLDevice device) {
+  PRIMJIT_USER_CHECK(!dtype.is_handle() && !dtype.is_void())
+      << "Tensor::zeros: a tensor of " << dtype << " holds no numbers";
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    PRIMJIT_USER_CHECK(d >= 0) << "Tensor::zeros: negative dimension " << d;
+    count *= d;
+  }
+  PRIMJIT_USER_CHECK(device.device_type == kDLCPU || device.device_type == kDLCUDA)
+      << "Tensor::zeros: device type " << device.device_type << " is not supported (cpu, cuda)";
+  auto impl = std::make_shared<Impl>();
+  impl->shape = std::move(shape);
+  impl->dtype = dtype;
+  size_t bytes = bytes_of(dtype, count);
+  void* data = nullptr;
+  if (device.device_type == kDLCPU) {
+    impl->host.assign(bytes, 0);
+    data = impl->host.data();
+  } else {
+    jit::CudaDriver& driver = jit::CudaDriver::get();
+    driver.make_current(device.device_id);
+    impl->device_memory = driver.alloc(std::max<size_t>(bytes, 1));
+    std::vector<uint8_t> zero(bytes, 0);
+    if (bytes > 0) driver.copy_to_device(impl->device_memory, zero.data(), bytes);
+    data = reinterpret_cast<void*>(impl->device_memory);
+  }
+  impl->dl.data = data;
+  impl->dl.device = device;
+  impl->dl.ndim = static_cast<int32_t>(impl->shape.size());
+  impl->dl.dtype = dl_dtype(dtype);
+  impl->dl.shape = impl->shape.data();
+  Tensor t;
+  t.impl_ = std::move(impl);
+  return t;
+}
+
+Tensor Tensor::from_dlpack(DLManagedTensor* managed) {
+  PRIMJIT_USER_CHECK(managed != nullptr) << "Tensor::from_dlpack: null DLManagedTensor";
+  auto impl = std::make_shared<Impl>();
+  impl->managed = managed;
+  const DLTensor& src = managed->dl_tensor;
+  PRIMJIT_USER_CHECK(
+      DataType::from_dlpack(src.dtype.code, src.dtype.bits, src.dtype.lanes, &impl->dtype))
+      << "Tensor::from_dlpack: dtype " << dtype_name(src.dtype) << " has no primjit equivalent";
+  impl->shape.assign(src.shape, src.shape + src.ndim);
+  impl->dl = src;
+  impl->dl.shape = impl->shape.data();
+  Tensor t;
+  t.impl_ = std::move(impl);
+  return t;
+}
+
+DLManagedTensor* Tensor::to_dlpack() const {
+  PRIMJIT_USER_CHECK(defined()) << "Tensor::to_dlpack on an empty Tensor";
+  struct Holder {
+    DLManagedTensor managed;
+    std::shared_ptr<Impl> keep;
+  };
+  auto* holder = new Holder{{}, impl_};
+  holder->managed.dl_tensor = impl_->dl;
+  holder->managed.manager_ctx = holder;
+  holder->managed.deleter = [](DLManagedTensor* self) {
+    delete static_cast<Holder*>(self->manager_ctx);
+  };
+  return &holder->managed;
+}
+
+DLTensor* Tensor::dl() const {
+  PRIMJIT_USER_CHECK(defined()) << "use of an empty Tensor";
+  return &impl_->dl;
+}
+DataType Tensor::dtype() const { return dl() ? impl_->dtype : DataType(); }
+const std::vector<int64_t>& Tensor::shape() const {
+  dl();
+  return impl_->shape;
+}
+int64_t Tensor::numel() const { return num_elements(*dl()); }
+size_t Tensor::nbytes() const { return bytes_of(dtype(), numel()); }
+DLDevice Tensor::device() const { return dl()->device; }
+
+void* Tensor::host_data() const {
+  PRIMJIT_USER_CHECK(device().device_type == kDLCPU || device().device_type == kDLCUDAHost)
+      << "Tensor::data: the tensor lives on " << describe(*dl())
+      << "; copy it to the host first with to({kDLCPU, 0})";
+  return static_cast<uint8_t*>(impl_->dl.data) + impl_->dl.byte_offset;
+}
+
+Tensor Tensor::to(DLDevice device) const {
+  PRIMJIT_USER_CHECK(is_compact(*dl())) << "Tensor::to: only compact tensors can be copied";
+  Tensor out = zeros(shape(), dtype(), device);
+  size_t bytes = nbytes();
+  if (bytes == 0) return out;
+  const void* src = static_cast<const uint8_t*>(impl_->dl.data) + impl_->dl.byte_offset;
+  bool from_host = this->device().device_type == kDLCPU;
+  bool to_host = device.device_type == kDLCPU;
+  if (from_host && to_host) {
+    std::memcpy(out.dl()->data, src, bytes);
+  } else if (from_host) {
+    jit::CudaDriver::get().copy_to_device(reinterpret_cast<jit::DevicePtr>(out.dl()->data), src,
+                                          bytes);
+  } else if (to_host) {
+    jit::CudaDriver::get().copy_to_host(out.dl()->data, reinterpret_cast<jit::DevicePtr>(src),
+                                        bytes);
+  } else {
+    Tensor staged = to({kDLCPU, 0});
+    return staged.to(device);
+  }
+  return out;
+}
+
+}  // namespace primjit

@@ -1,0 +1,267 @@
+// The JIT runtime API on the CPU target: laziness, the shape-keyed cache, policies, the
+// recompile limit, single-flight compilation under concurrency, eviction, argument checks.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "primjit/ir/text.h"
+#include "primjit/jit.h"
+#include "primjit/tensor.h"
+#include "tests/unit/test_util.h"
+
+namespace primjit {
+namespace {
+
+PrimFunc scale_function() {
+  return parse(R"(
+@T.prim_func
+def scale(a: T.handle, b: T.handle, s: T.float32):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    for i in range(n):
+        B[i] = A[i] * s
+)")
+      ->lookup("scale");
+}
+
+struct Pair {
+  Tensor a, b;
+  explicit Pair(int64_t n) {
+    a = Tensor::zeros({n}, DataType::Float(32));
+    b = Tensor::zeros({n}, DataType::Float(32));
+    std::iota(a.data<float>(), a.data<float>() + n, 1.0f);
+  }
+  void expect_scaled(float s) const {
+    for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(b.data<float>()[i], a.data<float>()[i] * s);
+  }
+};
+
+TEST(Jit, CompilesLazilyOncePerShape) {
+  Jit jit;
+  Kernel k = jit.kernel(scale_function());
+  EXPECT_EQ(k.stats().misses, 0u);  // nothing compiled yet
+  Pair p8(8), p16(16);
+  k(p8.a, p8.b, 2.0f);
+  p8.expect_scaled(2.0f);
+  k(p8.a, p8.b, 3.0f);
+  p8.expect_scaled(3.0f);
+  k(p16.a, p16.b, 0.5f);
+  p16.expect_scaled(0.5f);
+  k(p8.a.dl(), p8.b.dl(), 1.0);  // a DLTensor* and a double work the same
+  KernelStats s = k.stats();
+  EXPECT_EQ(s.calls, 4u);
+  EXPECT_EQ(s.misses, 2u);
+  EXPECT_EQ(s.hits, 2u);
+  ASSERT_EQ(s.reasons.size(), 2u);
+  EXPECT_EQ(s.reasons[0], "first call");
+  EXPECT_EQ(s.reasons[1], "A.shape[0]: 8 -> 16, B.shape[0]: 8 -> 16");
+  EXPECT_GT(s.compile.passes_ms, 0);
+  EXPECT_GT(s.compile.host_ms, 0);
+}
+
+TEST(Jit, DynamicPolicyCompilesOneVariant) {
+  Jit jit;
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kDynamic});
+  for (int64_t n : {3, 8, 100}) {
+    Pair p(n);
+    k(p.a, p.b, 2.0f);
+    p.expect_scaled(2.0f);
+  }
+  EXPECT_EQ(k.stats().misses, 1u);
+  // The packed API still checks what the dynamic variant binds.
+  Pair p(4);
+  Tensor short_b = Tensor::zeros({3}, DataType::Float(32));
+  EXPECT_ERROR_CONTAINS(k(p.a, short_b, 1.0f), "expected to match A.shape[0], got 3");
+}
+
+TEST(Jit, AutoPolicyMakesAChangingDimensionSymbolic) {
+  Jit jit;
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kAuto, .auto_threshold = 2});
+  for (int64_t n : {4, 5, 6, 7, 8, 9}) {
+    Pair p(n);
+    k(p.a, p.b, 2.0f);
+    p.expect_scaled(2.0f);
+  }
+  KernelStats s = k.stats();
+  // 4 and 5 exact; 6 is a third value: A.shape[0] and B.shape[0] become symbolic; 7.. hit.
+  EXPECT_EQ(s.misses, 3u);
+  EXPECT_EQ(s.hits, 3u);
+  EXPECT_NE(s.reasons.back().find("A.shape[0]: 4 -> symbolic"), std::string::npos)
+      << s.reasons.back();
+}
+
+TEST(Jit, RecompileLimitErrorNamesTheChangingDimension) {
+  Jit jit;
+  Kernel k = jit.kernel(scale_function(), {.recompile_limit = 2});
+  Pair p1(1), p2(2), p3(3);
+  k(p1.a, p1.b, 1.0f);
+  k(p2.a, p2.b, 1.0f);
+  EXPECT_ERROR_CONTAINS(k(p3.a, p3.b, 1.0f), "reached its recompile limit of 2 variants");
+  EXPECT_ERROR_CONTAINS(k(p3.a, p3.b, 1.0f), "A.shape[0] (2 values) keeps changing");
+  EXPECT_EQ(k.stats().misses, 2u);
+}
+
+TEST(Jit, RecompileLimitCanFallBackToTheDynamicVariant) {
+  Jit jit;
+  Kernel k = jit.kernel(
+      scale_function(),
+      {.recompile_limit = 2, .on_recompile_limit = OnRecompileLimit::kFallbackToDynamic});
+  for (int64_t n : {1, 2, 3, 4, 5}) {
+    Pair p(n);
+    k(p.a, p.b, 4.0f);
+    p.expect_scaled(4.0f);
+  }
+  EXPECT_EQ(k.stats().misses, 3u);  // two exact variants, then one dynamic for all others
+}
+
+TEST(Jit, BadArgumentsThrowBeforeAnyCompile) {
+  Jit jit;
+  Kernel k = jit.kernel(scale_function());
+  Pair p(4);
+  Tensor ints = Tensor::zeros({4}, DataType::Int(32));
+  Tensor matrix = Tensor::zeros({2, 2}, DataType::Float(32));
+  EXPECT_ERROR_CONTAINS(k(p.a, p.b), "'scale' takes 3 arguments, got 2");
+  EXPECT_ERROR_CONTAINS(k(p.a, ints, 1.0f),
+                        "argument #1 ('B') of 'scale': expected dtype float32, got int32");
+  EXPECT_ERROR_CONTAINS(k(matrix, p.b, 1.0f), "expected 1 dimensions, got 2");
+  EXPECT_ERROR_CONTAINS(k(p.a, 3, 1.0f), "expected a tensor (float32), got a int");
+  EXPECT_ERROR_CONTAINS(k(p.a, p.b, p.a), "expected a float32 scalar, got a tensor");
+  DLTensor on_gpu = *p.a.dl();
+  on_gpu.device = {kDLCUDA, 0};
+  EXPECT_ERROR_CONTAINS(k(&on_gpu, p.b, 1.0f), "expected a tensor on cpu");
+  DLTensor null_data = *p.a.dl();
+  null_data.data = nullptr;
+  EXPECT_ERROR_CONTAINS(k(&null_data, p.b, 1.0f), "data pointer is null");
+  EXPECT_EQ(k.stats().misses, 0u);
+}
+
+TEST(Jit, EightThreadsOneNewKeyCompileOnce) {
+  Jit jit;
+  Kernel k = jit.kernel(scale_function());
+  std::vector<std::thread> threads;
+  std::atomic<int> correct{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      Pair p(64);
+      k(p.a, p.b, static_cast<float>(t));
+      bool ok = true;
+      for (int i = 0; i < 64; ++i) ok &= p.b.data<float>()[i] == p.a.data<float>()[i] * t;
+      correct += ok;
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(correct.load(), 8);
+  EXPECT_EQ(k.stats().misses, 1u);
+  EXPECT_EQ(k.stats().calls, 8u);
+}
+
+TEST(Jit, EightThreadsEightKeysCompileEight) {
+  Jit jit;
+  Kernel k = jit.kernel(scale_function());
+  std::vector<std::thread> threads;
+  std::atomic<int> correct{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 3; ++rep) {
+        Pair p(10 + t);
+        k(p.a, p.b, 2.0f);
+        bool ok = true;
+        for (int i = 0; i < 10 + t; ++i) ok &= p.b.data<float>()[i] == p.a.data<float>()[i] * 2;
+        correct += ok;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(correct.load(), 24);
+  EXPECT_EQ(k.stats().misses, 8u);
+}
+
+TEST(Jit, AFailingCompileReachesEveryWaiterAndIsNotCached) {
+  Jit jit;
+  Kernel k = jit.kernel(parse(R"(
+@T.prim_func
+def broken(A: T.Buffer((4,), "float32")):
+    T.func_attr({"target": T.target("llvm")})
+    A[0] = T.call_extern("float32", "primjit_no_such_function", A[1])
+)")
+                            ->lookup("broken"));
+  Tensor a = Tensor::zeros({4}, DataType::Float(32));
+  std::vector<std::thread> threads;
+  std::atomic<int> errors{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      std::string message = test::error_of([&] { k(a); });
+      errors += message.find("primjit_no_such_function") != std::string::npos;
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(errors.load(), 4);
+  uint64_t misses = k.stats().misses;
+  EXPECT_ERROR_CONTAINS(k(a), "primjit_no_such_function");
+  EXPECT_EQ(k.stats().misses, misses + 1);  // tried again, not a cached success
+}
+
+TEST(Jit, EvictsTheLeastRecentlyUsedVariant) {
+  Jit jit({.cache_capacity = 2});
+  Kernel k = jit.kernel(scale_function());
+  Pair p1(1), p2(2), p3(3);
+  k(p1.a, p1.b, 1.0f);
+  k(p2.a, p2.b, 1.0f);
+  k(p1.a, p1.b, 1.0f);  // 1 is now more recent than 2
+  k(p3.a, p3.b, 5.0f);  // evicts 2
+  p3.expect_scaled(5.0f);
+  EXPECT_EQ(k.stats().evictions, 1u);
+  k(p1.a, p1.b, 6.0f);  // still cached
+  p1.expect_scaled(6.0f);
+  EXPECT_EQ(k.stats().misses, 3u);
+  k(p2.a, p2.b, 7.0f);  // compiled again
+  p2.expect_scaled(7.0f);
+  EXPECT_EQ(k.stats().misses, 4u);
+}
+
+TEST(Jit, EvictionWhileAnotherThreadCallsIsSafe) {
+  Jit jit({.cache_capacity = 1});
+  Kernel k = jit.kernel(scale_function());
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::thread caller([&] {
+    Pair p(32);
+    while (!stop) {
+      k(p.a, p.b, 3.0f);
+      for (int i = 0; i < 32; ++i) bad += p.b.data<float>()[i] != p.a.data<float>()[i] * 3;
+    }
+  });
+  for (int n = 1; n <= 12; ++n) {
+    Pair p(n);
+    k(p.a, p.b, 2.0f);
+    p.expect_scaled(2.0f);
+  }
+  stop = true;
+  caller.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(k.stats().evictions, 0u);
+}
+
+TEST(Tensor, ZerosDlpackRoundTripAndErrors) {
+  Tensor t = Tensor::zeros({2, 3}, DataType::Int(16));
+  EXPECT_EQ(t.numel(), 6);
+  EXPECT_EQ(t.nbytes(), 12u);
+  t.data<int16_t>()[5] = 7;
+  DLManagedTensor* exported = t.to_dlpack();
+  Tensor back = Tensor::from_dlpack(exported);  // takes ownership, shares memory
+  EXPECT_EQ(back.data<int16_t>()[5], 7);
+  EXPECT_EQ(back.shape(), (std::vector<int64_t>{2, 3}));
+  Tensor copy = back.to({kDLCPU, 0});
+  back.data<int16_t>()[5] = 8;
+  EXPECT_EQ(copy.data<int16_t>()[5], 7);
+  EXPECT_ERROR_CONTAINS(Tensor::zeros({-1}, DataType::Float(32)), "negative dimension");
+  EXPECT_ERROR_CONTAINS(Tensor().dl(), "empty Tensor");
+}
+
+}  // namespace
+}  // namespace primjit
