@@ -85,16 +85,60 @@ struct Variant {
   std::weak_ptr<Kernel::State> kernel;  // for eviction statistics
 };
 
+// A compile's result: the variant, or the message of its failure. Each waiter throws its own
+// copy of the error (sharing one exception object across threads is not worth the risk).
+struct Outcome {
+  std::shared_ptr<Variant> variant;
+  std::string error;
+};
+
 struct Entry {
   std::vector<int64_t> key;
-  std::shared_future<std::shared_ptr<Variant>> future;
+  std::shared_future<Outcome> future;
   std::atomic<uint64_t> last_use{0};
 };
 
 }  // namespace jit_detail
 
 using jit_detail::Entry;
+using jit_detail::Outcome;
 using jit_detail::Variant;
+
+// The variant of a finished compile, or the compile's error, thrown in this thread.
+std::shared_ptr<Variant> variant_of(const Entry& entry) {
+  const Outcome& outcome = entry.future.get();
+  if (outcome.variant == nullptr) PRIMJIT_USER_ERROR() << outcome.error;
+  return outcome.variant;
+}
+
+// The kernel's last variant. A spin lock around a shared_ptr copy: the critical section is a
+// reference count update, and unlike libstdc++ 12's atomic<shared_ptr> it is visible to
+// ThreadSanitizer.
+class LastVariant {
+ public:
+  std::shared_ptr<Variant> load() const {
+    lock();
+    std::shared_ptr<Variant> out = value_;
+    unlock();
+    return out;
+  }
+  void store(std::shared_ptr<Variant> v) {
+    lock();
+    value_.swap(v);
+    unlock();
+  }  // the old value is released here, outside the lock
+
+ private:
+  void lock() const {
+    while (busy_.exchange(true, std::memory_order_acquire)) {
+      while (busy_.load(std::memory_order_relaxed)) {
+      }
+    }
+  }
+  void unlock() const { busy_.store(false, std::memory_order_release); }
+  mutable std::atomic<bool> busy_{false};
+  std::shared_ptr<Variant> value_;
+};
 
 struct Jit::State {
   JitOptions options;
@@ -122,7 +166,7 @@ struct Kernel::State {
   uint64_t fingerprint = 0;
   std::vector<ParamInfo> params;
 
-  std::atomic<std::shared_ptr<Variant>> last;
+  LastVariant last;
 
   std::atomic<uint64_t> calls{0}, hits{0}, misses{0}, evictions{0};
   std::mutex mutex;  // guards the fields below
@@ -326,11 +370,8 @@ void Jit::State::evict_if_needed(uint64_t keep_hash) {
     std::shared_ptr<Entry> entry = acc->second;
     cache.erase(acc);
     acc.release();
-    try {
-      if (std::shared_ptr<Variant> v = entry->future.get()) {
-        if (auto ks = v->kernel.lock()) ++ks->evictions;
-      }
-    } catch (...) {
+    if (std::shared_ptr<Variant> v = entry->future.get().variant) {
+      if (auto ks = v->kernel.lock()) ++ks->evictions;
     }
     // The variant is unloaded when the last call holding it returns.
   }
@@ -389,6 +430,17 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
   return Kernel(std::move(state));
 }
 
+// A failed compile is not cached: the next call with the key compiles again.
+static void forget_failed_compile(Jit::State& jit, Kernel::State& k, uint64_t hash,
+                           const std::shared_ptr<Entry>& entry) {
+  {
+    decltype(jit.cache)::accessor acc;
+    if (jit.cache.find(acc, hash) && acc->second == entry) jit.cache.erase(acc);
+  }
+  std::lock_guard<std::mutex> lock(k.mutex);
+  k.compiled_keys.pop_back();
+}
+
 PJValue Kernel::call(std::span<const Arg> args) const {
   PRIMJIT_USER_CHECK(state_ != nullptr) << "call of an empty Kernel (use Jit::kernel)";
   State& k = *state_;
@@ -419,7 +471,7 @@ PJValue Kernel::call(std::span<const Arg> args) const {
       std::shared_ptr<Entry> entry = acc->second;
       acc.release();
       entry->last_use = ++jit.clock;
-      std::shared_ptr<Variant> v = entry->future.get();  // may wait for another thread's compile
+      std::shared_ptr<Variant> v = variant_of(*entry);  // may wait for another thread's compile
       ++k.hits;
       k.last.store(v);
       return run_variant(*v, args);
@@ -500,7 +552,7 @@ PJValue Kernel::call(std::span<const Arg> args) const {
 
   // 4. Single flight: the thread that inserts the entry compiles, the others wait for it.
   std::shared_ptr<Entry> entry;
-  std::promise<std::shared_ptr<Variant>> promise;
+  std::promise<Outcome> promise;
   bool owner = false;
   {
     decltype(jit.cache)::accessor acc;
@@ -531,14 +583,14 @@ PJValue Kernel::call(std::span<const Arg> args) const {
     try {
       std::shared_ptr<Variant> v = compile_variant(k, args, full_key, dynamic, symbolic);
       v->kernel = state_;
-      promise.set_value(v);
+      promise.set_value(Outcome{v, ""});
+    } catch (const std::exception& e) {
+      promise.set_value(Outcome{nullptr, e.what()});
+      forget_failed_compile(jit, k, hash, entry);
+      throw;
     } catch (...) {
-      promise.set_exception(std::current_exception());
-      // Not cached as a success: the next call tries again.
-      decltype(jit.cache)::accessor acc;
-      if (jit.cache.find(acc, hash) && acc->second == entry) jit.cache.erase(acc);
-      std::lock_guard<std::mutex> lock(k.mutex);
-      k.compiled_keys.pop_back();
+      promise.set_value(Outcome{nullptr, "compiling kernel '" + k.name + "' failed"});
+      forget_failed_compile(jit, k, hash, entry);
       throw;
     }
     {
@@ -549,7 +601,7 @@ PJValue Kernel::call(std::span<const Arg> args) const {
   } else {
     ++k.hits;
   }
-  std::shared_ptr<Variant> v = entry->future.get();
+  std::shared_ptr<Variant> v = variant_of(*entry);
   k.last.store(v);
   return run_variant(*v, args);
 }
