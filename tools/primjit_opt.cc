@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "jit/cuda/codegen_cuda.h"
+#include "jit/cuda/nvrtc_compiler.h"
 #include "jit/llvm/codegen_llvm.h"
 #include "primjit/error.h"
 #include "primjit/ir.h"
@@ -255,15 +257,27 @@ int main_impl(int argc, char** argv) {
   }
   std::string text = read_input(options.file);
   if (options.check_expected) return check_expected(text, options);
-  PRIMJIT_USER_CHECK(options.emit == "tir" || options.emit == "llvm")
-      << "--emit=" << options.emit
-      << " needs the device code generator, which this build of primjit-opt does not have yet; "
-         "use --emit=tir or --emit=llvm";
   pj::IRModule result =
       run(pj::parse(text, options.file == "-" ? "<stdin>" : options.file), options);
   if (options.emit == "llvm") {
     // The host code as generated (before LLVM's optimizations), for reading and FileCheck.
     std::cout << pj::jit::to_llvm_text(pj::jit::codegen_llvm(result));
+    return 0;
+  }
+  if (options.emit == "cuda" || options.emit == "ptx") {
+    // The device code: the kernels' CUDA C, or the PTX NVRTC makes of it (no GPU needed).
+    pj::jit::CudaModuleSource cuda = pj::jit::codegen_cuda(result);
+    if (options.emit == "cuda") {
+      std::cout << cuda.code;
+      return 0;
+    }
+    PRIMJIT_USER_CHECK(!cuda.kernels.empty())
+        << "--emit=ptx: the module has no CUDA kernels (use --pipeline=default --target=cuda)";
+    pj::jit::NvrtcOptions nvrtc;
+    if (int arch = pj::Target::make("cuda", cuda.arch)->arch_number(); arch > 0) nvrtc.arch = arch;
+    nvrtc.force_ptx = true;
+    pj::jit::DeviceImage ptx = pj::jit::nvrtc_compile({"primjit_kernels.cu", cuda.code}, nvrtc);
+    std::cout << ptx.data.c_str();  // without the terminating NUL
     return 0;
   }
   std::cout << pj::print(result);
