@@ -86,7 +86,7 @@ struct Arg {
 
   Arg(DLTensor* t) { set_ptr(kPJDLTensorPtr, t); }  // NOLINT: implicit by design
   Arg(const DLTensor* t) { set_ptr(kPJDLTensorPtr, const_cast<DLTensor*>(t)); }  // NOLINT
-  Arg(Tensor& t) { set_ptr(kPJDLTensorPtr, t.dl()); }                            // NOLINT
+  Arg(const Tensor& t) { set_ptr(kPJDLTensorPtr, t.dl()); }                      // NOLINT
   Arg(bool b) {                                                                  // NOLINT
     value.type_index = kPJBool;
     value.v_int64 = b ? 1 : 0;

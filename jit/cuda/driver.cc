@@ -31,6 +31,7 @@ namespace {
   X(cuModuleLoadData, 2000)           \
   X(cuModuleUnload, 2000)             \
   X(cuModuleGetFunction, 2000)        \
+  X(cuFuncSetAttribute, 9000)         \
   X(cuLaunchKernel, 4000)             \
   X(cuMemAlloc, 3020)                 \
   X(cuMemFree, 3020)                  \
@@ -238,6 +239,25 @@ void CudaDriver::launch(CUfunc_st* function, Dim3 grid, Dim3 block, unsigned dyn
   api_->check(api_->cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                    dynamic_shared_bytes, stream, args, nullptr),
               "cuLaunchKernel");
+}
+
+void CudaDriver::set_max_dynamic_shared(CUfunc_st* function, int bytes) {
+  api_->check(
+      api_->cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
+      "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+}
+
+bool CudaDriver::try_launch(CUfunc_st* function, Dim3 grid, Dim3 block,
+                            unsigned dynamic_shared_bytes, void** args, CUstream_st* stream,
+                            std::string* error) noexcept {
+  CUresult result = api_->cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y,
+                                         block.z, dynamic_shared_bytes, stream, args, nullptr);
+  if (result == CUDA_SUCCESS) return true;
+  try {
+    *error = "CUDA driver call cuLaunchKernel failed: " + api_->describe(result);
+  } catch (...) {
+  }
+  return false;
 }
 
 void CudaDriver::synchronize() { api_->check(api_->cuCtxSynchronize(), "cuCtxSynchronize"); }

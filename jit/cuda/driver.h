@@ -70,6 +70,12 @@ class CudaDriver {
   /// `args[i]` points at the value of kernel parameter i.
   void launch(CUfunc_st* function, Dim3 grid, Dim3 block, unsigned dynamic_shared_bytes,
               void** args, CUstream_st* stream = nullptr);
+  /// Lets `function` use up to `bytes` of dynamic shared memory (needed above 48 KB).
+  void set_max_dynamic_shared(CUfunc_st* function, int bytes);
+  /// launch() without exceptions, for the launch path of compiled code: false and the
+  /// driver's error in `error` on failure.
+  bool try_launch(CUfunc_st* function, Dim3 grid, Dim3 block, unsigned dynamic_shared_bytes,
+                  void** args, CUstream_st* stream, std::string* error) noexcept;
   void synchronize();
 
  private:

@@ -1,18 +1,181 @@
 #include "jit/runtime/device_code.h"
 
+#include <chrono>
+
+#include "jit/cuda/codegen_cuda.h"
+#include "jit/cuda/driver.h"
+#include "jit/cuda/nvrtc_compiler.h"
+#include "jit/runtime/host_runtime.h"
 #include "primjit/error.h"
+#include "primjit/log.h"
 
 namespace primjit::jit {
+namespace {
 
-std::unique_ptr<DeviceCode> load_device_code(const IRModule& lowered, const Target& device,
-                                             StageTimes* /*times*/) {
-  auto code = std::make_unique<DeviceCode>();
-  bool has_kernels = false;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+bool has_kernels(const IRModule& lowered) {
   for (const auto& [gvar, func] : lowered->functions) {
     const AttrValue* cc = func->attr("calling_conv");
-    has_kernels |= cc != nullptr && cc->is_int() && cc->as_int() == 2;
+    if (cc != nullptr && cc->is_int() && cc->as_int() == 2) return true;
   }
-  if (!has_kernels) return code;
+  return false;
+}
+
+// Where each launch value goes: a grid or block dimension, or the dynamic shared memory size.
+enum class Slot : uint8_t { kGridX, kGridY, kGridZ, kBlockX, kBlockY, kBlockZ, kDynShared };
+
+Slot slot_of(const std::string& tag, const std::string& kernel) {
+  static const std::pair<const char*, Slot> kSlots[] = {
+      {"blockIdx.x", Slot::kGridX},
+      {"blockIdx.y", Slot::kGridY},
+      {"blockIdx.z", Slot::kGridZ},
+      {"threadIdx.x", Slot::kBlockX},
+      {"threadIdx.y", Slot::kBlockY},
+      {"threadIdx.z", Slot::kBlockZ},
+      {"tirx.use_dyn_shared_memory", Slot::kDynShared}};
+  for (const auto& [name, slot] : kSlots) {
+    if (tag == name) return slot;
+  }
+  PRIMJIT_USER_ERROR() << "kernel '" << kernel << "' has launch parameter '" << tag
+                       << "', which a CUDA launch cannot set";
+}
+
+class CudaKernel : public KernelHandle {
+ public:
+  CudaKernel(CudaDriver& driver, CUfunc_st* function, std::string name, std::vector<Slot> slots,
+             int64_t max_dynamic_shared)
+      : driver_(driver),
+        function_(function),
+        name_(std::move(name)),
+        slots_(std::move(slots)),
+        max_dynamic_shared_(max_dynamic_shared) {}
+
+  int32_t launch(const int64_t* launch, void** args) noexcept override {
+    Dim3 grid, block;
+    int64_t dyn = 0;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      int64_t v = launch[i];
+      if (v < 0 || v > 0x7fffffff)
+        return fail("launch value " + std::to_string(v) + " is out of range");
+      switch (slots_[i]) {
+        case Slot::kGridX:
+          grid.x = static_cast<unsigned>(v);
+          break;
+        case Slot::kGridY:
+          grid.y = static_cast<unsigned>(v);
+          break;
+        case Slot::kGridZ:
+          grid.z = static_cast<unsigned>(v);
+          break;
+        case Slot::kBlockX:
+          block.x = static_cast<unsigned>(v);
+          break;
+        case Slot::kBlockY:
+          block.y = static_cast<unsigned>(v);
+          break;
+        case Slot::kBlockZ:
+          block.z = static_cast<unsigned>(v);
+          break;
+        case Slot::kDynShared:
+          dyn = v;
+          break;
+      }
+    }
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0) return 0;  // an empty grid runs nothing
+    if (dyn > max_dynamic_shared_) {
+      return fail("needs " + std::to_string(dyn) + " bytes of dynamic shared memory; the device " +
+                  "allows " + std::to_string(max_dynamic_shared_) + " per block");
+    }
+    std::string error;
+    if (!driver_.try_launch(function_, grid, block, static_cast<unsigned>(dyn), args, nullptr,
+                            &error)) {
+      return fail(error);
+    }
+    return 0;
+  }
+
+ private:
+  int32_t fail(const std::string& what) noexcept {
+    try {
+      set_last_error("launching kernel '" + name_ + "': " + what);
+    } catch (...) {
+    }
+    return -1;
+  }
+
+  CudaDriver& driver_;
+  CUfunc_st* function_;
+  std::string name_;
+  std::vector<Slot> slots_;
+  int64_t max_dynamic_shared_;
+};
+
+// The loaded CUDA module: unloaded when the variant goes.
+struct CudaModule {
+  CudaDriver* driver;
+  CUmod_st* module;
+  ~CudaModule() {
+    try {
+      driver->unload_module(module);
+    } catch (const std::exception& e) {
+      PRIMJIT_LOG_INFO << "unloading a CUDA module failed: " << e.what();
+    }
+  }
+};
+
+void load_cuda(const IRModule& lowered, DeviceCode* code, StageTimes* times) {
+  // The driver first: without one this is the "no CUDA driver" error, before any work.
+  CudaDriver& driver = CudaDriver::get();
+  driver.make_current(0);
+  DeviceInfo device = driver.device_info(0);
+
+  Clock::time_point start = Clock::now();
+  CudaModuleSource source = codegen_cuda(lowered);
+  times->device_codegen_ms += ms_since(start);
+
+  start = Clock::now();
+  NvrtcOptions options;
+  options.arch = device.arch();  // the device's exact architecture (PTX when NVRTC lacks it)
+  DeviceImage image = nvrtc_compile({"primjit_kernels.cu", source.code}, options);
+  times->device_compile_ms += ms_since(start);
+
+  start = Clock::now();
+  auto module = std::make_shared<CudaModule>(CudaModule{&driver, driver.load_module(image.data)});
+  code->owner = module;
+  const int64_t optin = static_cast<int64_t>(device.max_shared_per_block_optin);
+  for (const CudaKernelInfo& info : source.kernels) {
+    CUfunc_st* function = driver.function(module->module, info.name);
+    std::vector<Slot> slots;
+    bool dynamic_shared = false;
+    for (const std::string& tag : info.launch_params) {
+      slots.push_back(slot_of(tag, info.name));
+      dynamic_shared |= slots.back() == Slot::kDynShared;
+    }
+    // Above 48 KB a kernel must opt in; allow it up to what the device offers.
+    if (dynamic_shared && optin > 48 * 1024) {
+      driver.set_max_dynamic_shared(function, static_cast<int>(optin));
+    }
+    code->kernels[info.name] = std::make_unique<CudaKernel>(
+        driver, function, info.name, std::move(slots), std::max<int64_t>(optin, 48 * 1024));
+  }
+  times->load_ms += ms_since(start);
+}
+
+}  // namespace
+
+std::unique_ptr<DeviceCode> load_device_code(const IRModule& lowered, const Target& device,
+                                             StageTimes* times) {
+  auto code = std::make_unique<DeviceCode>();
+  if (!has_kernels(lowered)) return code;
+  if (device->kind == "cuda") {
+    load_cuda(lowered, code.get(), times);
+    return code;
+  }
   PRIMJIT_USER_ERROR() << "running kernels on target " << device.str()
                        << " is not available in this build yet; use the llvm target for "
                           "CPU functions";

@@ -1,0 +1,133 @@
+// Kernels through the whole JIT on the GPU (target cuda), compared with C++ references. They
+// skip without a driver and a device; the GPU bundle runs them on a GPU machine. Without a
+// driver, the first call of a cuda kernel must say so.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "examples/kernels.h"
+#include "jit/cuda/driver.h"
+#include "primjit/ir/text.h"
+#include "primjit/jit.h"
+#include "tests/unit/test_util.h"
+
+namespace primjit {
+namespace {
+
+bool have_gpu() {
+  jit::CudaDriver* driver = jit::CudaDriver::try_get();
+  return driver != nullptr && driver->device_count() > 0;
+}
+
+#define REQUIRE_GPU() \
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA driver or device"
+
+constexpr DLDevice kGpu{kDLCUDA, 0};
+constexpr DLDevice kCpu{kDLCPU, 0};
+
+Tensor filled(std::vector<int64_t> shape, uint32_t seed) {
+  Tensor t = Tensor::zeros(std::move(shape), DataType::Float(32));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+TEST(JitCuda, WithoutADriverTheFirstCallSaysSo) {
+  if (have_gpu()) GTEST_SKIP() << "a GPU is present";
+  Jit jit;
+  Kernel k = jit.kernel(examples::vector_add_cuda(), {.target = Target::cuda()});
+  std::vector<float> host(8);
+  int64_t n = 8;
+  DLTensor t{host.data(), kGpu, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
+  EXPECT_ERROR_CONTAINS(k(&t, &t, &t), "no CUDA driver");
+  EXPECT_EQ(k.stats().misses, 1u);  // it tried to compile: nothing is cached
+}
+
+TEST(JitCuda, VectorAddWithASymbolicGrid) {
+  REQUIRE_GPU();
+  Jit jit;
+  Kernel k = jit.kernel(examples::vector_add_cuda(), {.target = Target::cuda()});
+  for (int64_t n : {1, 1000, 65537}) {
+    Tensor a = filled({n}, 1), b = filled({n}, 2);
+    Tensor da = a.to(kGpu), db = b.to(kGpu), dc = Tensor::zeros({n}, DataType::Float(32), kGpu);
+    k(da, db, dc);
+    Tensor c = dc.to(kCpu);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(c.data<float>()[i], a.data<float>()[i] + b.data<float>()[i]);
+  }
+  EXPECT_EQ(k.stats().misses, 3u);
+}
+
+TEST(JitCuda, RowSoftmaxWithSharedMemory) {
+  REQUIRE_GPU();
+  Jit jit;
+  Kernel k = jit.kernel(examples::row_softmax(), {.target = Target::cuda()});
+  Tensor x = filled({37, 256}, 3);
+  Tensor dy = Tensor::zeros({37, 256}, DataType::Float(32), kGpu);
+  k(x.to(kGpu), dy);
+  Tensor y = dy.to(kCpu);
+  for (int r = 0; r < 37; ++r) {
+    const float* row = x.data<float>() + r * 256;
+    float mx = *std::max_element(row, row + 256);
+    double sum = 0;
+    for (int j = 0; j < 256; ++j) sum += std::exp(row[j] - mx);
+    for (int j = 0; j < 256; ++j) {
+      ASSERT_NEAR(y.data<float>()[r * 256 + j], std::exp(row[j] - mx) / sum, 1e-6);
+    }
+  }
+}
+
+TEST(JitCuda, TwoLaunchMatmulReluWithMergedSharedMemory) {
+  REQUIRE_GPU();
+  Jit jit;
+  Kernel k = jit.kernel(examples::matmul_relu(), {.target = Target::cuda()});
+  Tensor a = filled({128, 128}, 4), b = filled({128, 128}, 5);
+  Tensor dc = Tensor::zeros({128, 128}, DataType::Float(32), kGpu);
+  Tensor dd = Tensor::zeros({128, 128}, DataType::Float(32), kGpu);
+  k(a.to(kGpu), b.to(kGpu), dc, dd);
+  Tensor d = dd.to(kCpu);
+  for (int i = 0; i < 128; ++i) {
+    for (int j = 0; j < 128; ++j) {
+      double acc = 0;
+      for (int p = 0; p < 128; ++p)
+        acc += a.data<float>()[i * 128 + p] * b.data<float>()[p * 128 + j];
+      ASSERT_NEAR(d.data<float>()[i * 128 + j], std::max(acc, 0.0), 1e-3) << i << "," << j;
+    }
+  }
+}
+
+TEST(JitCuda, MoreThan48KBOfDynamicSharedMemory) {
+  REQUIRE_GPU();
+  // 64 KB of shared memory per block: each block reverses 16384 floats through it.
+  Jit jit;
+  Kernel k = jit.kernel(parse(R"(
+@T.prim_func
+def reverse_big(A: T.Buffer((32768,), "float32"), B: T.Buffer((32768,), "float32")):
+    T.func_attr({"target": T.target("cuda", arch="sm_90", host="llvm")})
+    bx = T.launch_thread("blockIdx.x", 2)
+    tx = T.launch_thread("threadIdx.x", 1024)
+    S = T.alloc_buffer((16384,), "float32", scope="shared.dyn")
+    for k in range(16):
+        S[k * 1024 + tx] = A[bx * 16384 + k * 1024 + tx]
+    T.tvm_storage_sync("shared.dyn")
+    for k in range(16):
+        B[bx * 16384 + k * 1024 + tx] = S[16383 - (k * 1024 + tx)]
+)")
+                            ->lookup("reverse_big"),
+                        {.target = Target::cuda()});
+  Tensor a = filled({32768}, 6);
+  Tensor db = Tensor::zeros({32768}, DataType::Float(32), kGpu);
+  k(a.to(kGpu), db);
+  Tensor b = db.to(kCpu);
+  for (int blk = 0; blk < 2; ++blk) {
+    for (int i = 0; i < 16384; ++i) {
+      ASSERT_EQ(b.data<float>()[blk * 16384 + i], a.data<float>()[blk * 16384 + 16383 - i]);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace primjit
