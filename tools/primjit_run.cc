@@ -26,15 +26,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "jit/llvm/orc_engine.h"
-#include "jit/runtime/host_program.h"
-#include "jit/runtime/host_runtime.h"
+#include "jit/cuda/driver.h"
 #include "primjit/abi.h"
 #include "primjit/dlpack.h"
 #include "primjit/error.h"
 #include "primjit/float_formats.h"
 #include "primjit/ir.h"
 #include "primjit/ir/text.h"
+#include "primjit/jit.h"
 #include "primjit/passes.h"
 
 namespace {
@@ -56,7 +55,7 @@ struct ArgSpec {
 struct Options {
   std::string file;
   std::string func;
-  std::string target = "llvm";
+  std::string target;  // default: the function's own target kind, else llvm
   std::string policy = "exact";
   std::map<std::string, ArgSpec> args;
   std::map<std::string, std::string> scalars;
@@ -155,26 +154,16 @@ Options parse_args(int argc, char** argv) {
   return o;
 }
 
-// A host tensor of any primjit dtype, with its DLTensor view.
-class Tensor {
+// A host tensor of any primjit dtype with element-wise access by number.
+class HostValues {
  public:
-  Tensor(pj::DataType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
-    count_ = 1;
-    for (int64_t d : shape_) count_ *= d;
-    bytes_.assign(static_cast<size_t>(count_ * dtype.bytes()), 0);
-    dl_.data = bytes_.data();
-    dl_.device = {kDLCPU, 0};
-    dl_.ndim = static_cast<int32_t>(shape_.size());
-    dl_.dtype = {static_cast<uint8_t>(dtype.dlpack_code()), static_cast<uint8_t>(dtype.bits()),
-                 static_cast<uint16_t>(dtype.lanes())};
-    if (dtype.is_bool()) dl_.dtype.bits = 1;
-    dl_.shape = shape_.data();
-  }
-  DLTensor* dl() { return &dl_; }
-  int64_t count() const { return count_ * dtype_.lanes(); }
+  HostValues(pj::DataType dtype, std::vector<int64_t> shape)
+      : dtype_(dtype), tensor_(pj::Tensor::zeros(std::move(shape), dtype)) {}
+  const pj::Tensor& tensor() const { return tensor_; }
+  int64_t count() const { return tensor_.numel() * dtype_.lanes(); }
 
   void set(int64_t i, double v) {
-    uint8_t* p = bytes_.data() + i * dtype_.element_of().bytes();
+    uint8_t* p = tensor_.data<uint8_t>() + i * dtype_.element_of().bytes();
     pj::DataType t = dtype_.element_of();
     auto put = [&](auto x) { std::memcpy(p, &x, sizeof(x)); };
     if (t.is_bool()) return put(static_cast<uint8_t>(v != 0));
@@ -205,7 +194,7 @@ class Tensor {
 
   // The value as text: integers exactly, floats with enough digits to read back.
   std::string get(int64_t i) const {
-    const uint8_t* p = bytes_.data() + i * dtype_.element_of().bytes();
+    const uint8_t* p = tensor_.data<uint8_t>() + i * dtype_.element_of().bytes();
     pj::DataType t = dtype_.element_of();
     char buf[64];
     auto load = [&](auto x) {
@@ -266,10 +255,7 @@ class Tensor {
 
  private:
   pj::DataType dtype_;
-  std::vector<int64_t> shape_;
-  int64_t count_ = 0;
-  std::vector<uint8_t> bytes_;
-  DLTensor dl_{};
+  pj::Tensor tensor_;
 };
 
 uint32_t seed_of(const std::string& name) {
@@ -304,26 +290,22 @@ int main_impl(int argc, char** argv) {
   std::string name;
   pj::PrimFunc func = pick_function(module, o.func, &name);
 
-  PRIMJIT_USER_CHECK(o.target == "llvm")
-      << "primjit-run --target=" << o.target
-      << " is not available in this build yet; use --target=llvm";
-  pj::Target target = pj::Target::llvm();
-  if (func->target().defined()) {
-    PRIMJIT_USER_CHECK(func->target()->kind == "llvm")
-        << "function '" << name << "' targets " << func->target().str()
-        << "; run it with the matching --target";
-  } else {
-    func = func.with_attr("target", pj::AttrValue(target));
-  }
+  if (o.target.empty()) o.target = func->target().defined() ? func->target()->kind : "llvm";
+  pj::Target target = o.target == "cuda"  ? pj::Jit::default_target()
+                      : o.target == "emu" ? pj::Target::emu()
+                                          : pj::Target::llvm();
+  PRIMJIT_USER_CHECK(target->kind == o.target)
+      << "--target=cuda needs a GPU (a CUDA driver and a device); this machine has none. Use "
+         "--target=emu to run the kernels in the interpreter";
+  bool on_gpu = target->kind == "cuda";
 
   // Arguments, in parameter order, matched by buffer or parameter name.
-  std::map<std::string, Tensor> tensors;
-  std::vector<PJValue> values;
-  std::unordered_map<const pj::VarNode*, pj::Expr> shape_values;
+  std::map<std::string, HostValues> tensors;
+  std::map<std::string, pj::Tensor> device_copies;
+  std::vector<pj::Arg> call_args;
   std::set<std::string> used;
   for (const pj::Var& param : func->params) {
     pj::Buffer buffer = func->buffer_of(param);
-    PJValue v{};
     if (buffer.defined()) {
       auto it = o.args.find(buffer->name);
       if (it == o.args.end()) it = o.args.find(param->name);
@@ -331,30 +313,28 @@ int main_impl(int argc, char** argv) {
           << "no --arg for buffer parameter '" << buffer->name << "'; add e.g. --arg "
           << buffer->name << "=" << buffer->dtype << "[...]:random";
       used.insert(it->first);
-      Tensor& t =
-          tensors.emplace(buffer->name, Tensor(it->second.dtype, it->second.shape)).first->second;
+      HostValues& t = tensors.emplace(buffer->name, HostValues(it->second.dtype, it->second.shape))
+                          .first->second;
       t.fill(it->second.init, seed_of(it->first));
-      v.type_index = kPJDLTensorPtr;
-      v.v_ptr = t.dl();
-      for (size_t k = 0; k < buffer->shape.size() && k < it->second.shape.size(); ++k) {
-        if (const auto* var = buffer->shape[k].as<pj::VarNode>()) {
-          shape_values.emplace(var, pj::IntImm::make(var->dtype, it->second.shape[k]));
-        }
-      }
-    } else {
-      auto it = o.scalars.find(param->name);
-      PRIMJIT_USER_CHECK(it != o.scalars.end())
-          << "no --scalar for parameter '" << param->name << "' (" << param.dtype() << ")";
-      used.insert(it->first);
-      if (param.dtype().is_floating()) {
-        v.type_index = kPJFloat;
-        v.v_float64 = std::stod(it->second);
+      if (on_gpu) {
+        pj::Tensor& d = device_copies[buffer->name] = t.tensor().to({kDLCUDA, 0});
+        call_args.emplace_back(d);
       } else {
-        v.type_index = param.dtype().is_bool() ? kPJBool : kPJInt;
-        v.v_int64 = parse_int(it->second, "--scalar " + param->name);
+        call_args.emplace_back(t.tensor());
       }
+      continue;
     }
-    values.push_back(v);
+    auto it = o.scalars.find(param->name);
+    PRIMJIT_USER_CHECK(it != o.scalars.end())
+        << "no --scalar for parameter '" << param->name << "' (" << param.dtype() << ")";
+    used.insert(it->first);
+    if (param.dtype().is_floating()) {
+      call_args.emplace_back(std::stod(it->second));
+    } else if (param.dtype().is_bool()) {
+      call_args.emplace_back(parse_int(it->second, "--scalar " + param->name) != 0);
+    } else {
+      call_args.emplace_back(parse_int(it->second, "--scalar " + param->name));
+    }
   }
   for (const auto& [n, spec] : o.args) {
     PRIMJIT_USER_CHECK(used.count(n))
@@ -365,31 +345,40 @@ int main_impl(int argc, char** argv) {
         << "--scalar " << n << " matches no parameter of '" << name << "'";
   }
 
-  // exact (and auto, for a single call): the argument shapes are compiled in.
-  if (o.policy != "dynamic") func = pj::passes::specialize(func, shape_values);
-  pj::IRModule lowered =
-      pj::passes::run_passes(module.with_function(name, func), pj::passes::default_pipeline());
-  pj::jit::OrcEngine engine;
-  pj::jit::HostProgram program(engine, lowered);
-  PJPackedFunc entry = program.function(name);
-  PJValue result = pj::jit::call_packed(entry, values.data(), static_cast<int32_t>(values.size()));
+  pj::Jit jit;
+  pj::KernelOptions options;
+  options.target = target;
+  options.policy = o.policy == "dynamic" ? pj::Policy::kDynamic
+                   : o.policy == "auto"  ? pj::Policy::kAuto
+                                         : pj::Policy::kExact;
+  pj::Kernel kernel = jit.kernel(module, name, options);
+  auto call = [&] {
+    PJValue r = kernel.call(call_args);
+    if (on_gpu) pj::jit::CudaDriver::get().synchronize();
+    return r;
+  };
+  PJValue result = call();
+  for (auto& [n, d] : device_copies) {
+    pj::Tensor back = d.to({kDLCPU, 0});
+    std::memcpy(tensors.at(n).tensor().data<uint8_t>(), back.data<uint8_t>(), back.nbytes());
+  }
   if (result.type_index == kPJInt || result.type_index == kPJBool) {
     std::cout << "result: " << result.v_int64 << "\n";
   } else if (result.type_index == kPJFloat) {
     std::printf("result: %.17g\n", result.v_float64);
   }
 
-  auto tensor = [&](const std::string& n) -> Tensor& {
+  auto tensor = [&](const std::string& n) -> HostValues& {
     auto it = tensors.find(n);
     PRIMJIT_USER_CHECK(it != tensors.end()) << "'" << n << "' is not a tensor argument";
     return it->second;
   };
   for (const std::string& n : o.print) {
-    Tensor& t = tensor(n);
+    HostValues& t = tensor(n);
     for (int64_t i = 0; i < t.count(); ++i) std::cout << t.get(i) << "\n";
   }
   for (const std::string& n : o.checksum) {
-    Tensor& t = tensor(n);
+    HostValues& t = tensor(n);
     double sum = 0;
     for (int64_t i = 0; i < t.count(); ++i) sum += t.value(i);
     std::printf("checksum %s: %.17g\n", n.c_str(), sum);
@@ -398,7 +387,7 @@ int main_impl(int argc, char** argv) {
     std::vector<double> times;
     for (int i = 0; i < o.bench; ++i) {
       auto start = std::chrono::steady_clock::now();
-      pj::jit::call_packed(entry, values.data(), static_cast<int32_t>(values.size()));
+      call();
       times.push_back(
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
               .count());

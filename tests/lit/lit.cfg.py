@@ -19,3 +19,11 @@ for name in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "H
         config.environment[name] = os.environ[name]
 
 config.substitutions.append(("%toolchain_demo", os.path.join(config.primjit_bin_dir, "toolchain_demo")))
+
+# GPU-less machines: tests of the "no driver" behaviour require this feature.
+import ctypes
+
+try:
+    ctypes.CDLL("libcuda.so.1")
+except OSError:
+    config.available_features.add("no-cuda-driver")
