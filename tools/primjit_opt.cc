@@ -22,6 +22,7 @@
 
 #include "jit/cuda/codegen_cuda.h"
 #include "jit/cuda/nvrtc_compiler.h"
+#include "jit/emu/differential.h"
 #include "jit/llvm/codegen_llvm.h"
 #include "primjit/error.h"
 #include "primjit/ir.h"
@@ -37,7 +38,8 @@ namespace pj = primjit;
 constexpr const char* kUsage =
     "usage: primjit-opt FILE [--passes=P1,P2] [--pipeline=default] [--target=cuda|llvm|emu]\n"
     "                   [--verify-each] [--print-after-all] [--check-expected]\n"
-    "                   [--emit=tir|llvm|cuda|ptx] [--list-passes] [--no-verify-input]\n";
+    "                   [--emit=tir|llvm|cuda|ptx] [--list-passes] [--no-verify-input]\n"
+    "                   [--check-semantics[=DIM=VALUE,...]]\n";
 
 struct Options {
   std::string file;
@@ -49,6 +51,7 @@ struct Options {
   bool check_expected = false;
   bool list_passes = false;
   bool verify_input = true;
+  std::optional<std::string> check_semantics;  // dimension values, "n=128,m=4"
 };
 
 Options parse_args(int argc, char** argv) {
@@ -81,6 +84,8 @@ Options parse_args(int argc, char** argv) {
       options.check_expected = true;
     } else if (arg == "--no-verify-input") {
       options.verify_input = false;
+    } else if (arg == "--check-semantics" || arg.rfind("--check-semantics=", 0) == 0) {
+      options.check_semantics = arg.size() > 18 ? arg.substr(18) : "";
     } else if (arg == "--list-passes") {
       options.list_passes = true;
     } else if (arg == "-h" || arg == "--help") {
@@ -247,6 +252,30 @@ int check_expected(const std::string& text, const Options& options) {
   return failed == 0 && passed > 0 ? 0 : 1;
 }
 
+// --check-semantics[=n=128,...]: runs the module in the reference interpreter before and after
+// each pass on generated inputs (DIM=VALUE fixes a dimension or integer parameter) and reports
+// the first pass that changes an output; exits 1 when one does.
+int check_semantics(const std::string& text, const Options& options) {
+  pj::IRModule input = pj::parse(text, options.file == "-" ? "<stdin>" : options.file);
+  if (options.verify_input) pj::verify_well_formed(input);
+  pj::jit::emu::DifferentialOptions check;
+  std::istringstream items(*options.check_semantics);
+  for (std::string item; std::getline(items, item, ',');) {
+    size_t eq = item.find('=');
+    PRIMJIT_USER_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < item.size() &&
+                       item.find_first_not_of("-0123456789", eq + 1) == std::string::npos)
+        << "--check-semantics: expected DIM=VALUE (e.g. n=128), got '" << item << "'";
+    check.dims[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+  }
+  pj::jit::emu::DifferentialReport report =
+      pj::jit::emu::check_pipeline(apply_target(input, options.target), options.passes, check);
+  std::cout << report.str() << report.num_checked() << " checked, " << report.num_skipped()
+            << " skipped, " << options.passes.size()
+            << " passes: " << (report.ok() ? "no pass changed an output" : "semantics changed")
+            << "\n";
+  return report.ok() ? 0 : 1;
+}
+
 int main_impl(int argc, char** argv) {
   Options options = parse_args(argc, argv);
   if (options.list_passes) {
@@ -257,6 +286,7 @@ int main_impl(int argc, char** argv) {
   }
   std::string text = read_input(options.file);
   if (options.check_expected) return check_expected(text, options);
+  if (options.check_semantics) return check_semantics(text, options);
   pj::IRModule result =
       run(pj::parse(text, options.file == "-" ? "<stdin>" : options.file), options);
   if (options.emit == "llvm") {

@@ -1,0 +1,511 @@
+// Differential pass checking in the reference interpreter.
+#include "jit/emu/differential.h"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <sstream>
+
+#include "jit/emu/value.h"
+#include "primjit/error.h"
+#include "primjit/ir/structural.h"
+#include "primjit/ir/text.h"
+
+namespace primjit::jit::emu {
+
+// --- HostTensor -----------------------------------------------------------------------------
+
+HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, int device_type)
+    : dtype_(dtype), shape_(std::move(shape)) {
+  for (int64_t d : shape_) {
+    PRIMJIT_USER_CHECK(d >= 0) << "HostTensor: negative dimension " << d;
+    size_ *= d;
+  }
+  size_ *= dtype.lanes();
+  const int64_t lane_bytes = std::max(1, dtype.bits() / 8);
+  bytes_.assign(static_cast<size_t>(std::max<int64_t>(1, size_ * lane_bytes)), 0);
+  tensor_.device = DLDevice{static_cast<DLDeviceType>(device_type), 0};
+  init_tensor();
+}
+
+HostTensor::HostTensor(const HostTensor& other)
+    : dtype_(other.dtype_), shape_(other.shape_), size_(other.size_), bytes_(other.bytes_) {
+  tensor_.device = other.tensor_.device;
+  init_tensor();
+}
+
+HostTensor& HostTensor::operator=(const HostTensor& other) {
+  if (this == &other) return *this;
+  dtype_ = other.dtype_;
+  shape_ = other.shape_;
+  size_ = other.size_;
+  bytes_ = other.bytes_;
+  tensor_.device = other.tensor_.device;
+  init_tensor();
+  return *this;
+}
+
+void HostTensor::init_tensor() {
+  tensor_.data = bytes_.data();
+  tensor_.ndim = static_cast<int>(shape_.size());
+  tensor_.dtype =
+      DLDataType{static_cast<uint8_t>(dtype_.dlpack_code()), static_cast<uint8_t>(dtype_.bits()),
+                 static_cast<uint16_t>(dtype_.lanes())};
+  tensor_.shape = shape_.data();
+  tensor_.strides = nullptr;
+  tensor_.byte_offset = 0;
+}
+
+double HostTensor::get(int64_t i) const {
+  TypeInfo t(dtype_);
+  const int64_t lane_bytes = std::max(1, dtype_.bits() / 8);
+  return to_double(t, decode(t, bytes_.data() + i * lane_bytes));
+}
+
+void HostTensor::set(int64_t i, double v) {
+  TypeInfo t(dtype_);
+  const int64_t lane_bytes = std::max(1, dtype_.bits() / 8);
+  Scalar s = t.is_floating() ? from_double(t, v) : from_integer(t, static_cast<int64_t>(v), false);
+  encode(t, s, bytes_.data() + i * lane_bytes);
+}
+
+void HostTensor::fill_random(uint64_t seed) {
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+  auto next = [&] {  // splitmix64
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  for (int64_t i = 0; i < size_; ++i) {
+    const uint64_t r = next();
+    if (dtype_.is_floating()) {
+      set(i, static_cast<double>(r >> 11) * 0x1.0p-53);
+    } else if (dtype_.is_bool()) {
+      set(i, static_cast<double>(r & 1));
+    } else {
+      set(i, static_cast<double>(r % 10));
+    }
+  }
+}
+
+std::string HostTensor::index_text(int64_t i) const {
+  std::vector<int64_t> idx(shape_.size());
+  int64_t rest = i / dtype_.lanes();
+  for (size_t d = shape_.size(); d-- > 0;) {
+    idx[d] = shape_[d] ? rest % shape_[d] : 0;
+    rest = shape_[d] ? rest / shape_[d] : 0;
+  }
+  std::ostringstream os;
+  os << "[";
+  for (size_t d = 0; d < idx.size(); ++d) os << (d ? ", " : "") << idx[d];
+  os << "]";
+  if (dtype_.lanes() > 1) os << " lane " << i % dtype_.lanes();
+  return os.str();
+}
+
+double comparison_tolerance(DataType dtype) {
+  switch (dtype.code()) {
+    case DataType::Code::kFloat:
+      return dtype.bits() == 64 ? 1e-12 : dtype.bits() == 32 ? 1e-5 : 1e-2;
+    case DataType::Code::kBFloat:
+      return 6e-2;
+    // float8: one unit in the last place is 2^-3 (e4m3) or 2^-2 (e5m2) relative at worst.
+    case DataType::Code::kFloat8E4M3FN:
+      return 0.13;
+    case DataType::Code::kFloat8E5M2:
+      return 0.26;
+    default:
+      return 0;
+  }
+}
+
+// --- the report -----------------------------------------------------------------------------
+
+const FunctionOutcome* DifferentialReport::first_change() const {
+  const FunctionOutcome* first = nullptr;
+  for (const FunctionOutcome& f : functions) {
+    if (f.status == FunctionOutcome::Status::kChanged &&
+        (first == nullptr || f.pass_index < first->pass_index)) {
+      first = &f;
+    }
+  }
+  return first;
+}
+
+int DifferentialReport::num_checked() const {
+  int n = 0;
+  for (const FunctionOutcome& f : functions) n += f.status != FunctionOutcome::Status::kSkipped;
+  return n;
+}
+
+int DifferentialReport::num_skipped() const {
+  return static_cast<int>(functions.size()) - num_checked();
+}
+
+std::string DifferentialReport::str() const {
+  std::ostringstream os;
+  for (const FunctionOutcome& f : functions) {
+    os << f.function << ": ";
+    switch (f.status) {
+      case FunctionOutcome::Status::kUnchanged:
+        os << "unchanged through " << passes.size() << " passes (ran " << f.runs << " times)";
+        break;
+      case FunctionOutcome::Status::kChanged:
+        os << "changed by pass '" << f.pass << "': " << f.detail;
+        break;
+      case FunctionOutcome::Status::kSkipped:
+        os << "skipped" << (f.pass.empty() ? "" : " after pass '" + f.pass + "'") << ": "
+           << f.detail;
+        break;
+    }
+    os << "\n";
+  }
+  if (!pipeline_error.empty()) os << "pipeline stopped: " << pipeline_error << "\n";
+  return os.str();
+}
+
+namespace {
+
+// --- inputs ---------------------------------------------------------------------------------
+
+struct Inputs {
+  std::vector<HostTensor> tensors;
+  std::vector<int> tensor_of_param;  // -1 for scalars
+  std::vector<Arg> scalars;          // per param (unused for tensors)
+  std::vector<std::string> names;    // per param
+};
+
+std::optional<int64_t> eval_int(const Expr& e, const std::map<const VarNode*, int64_t>& vars) {
+  if (auto c = as_const_int(e)) return c;
+  if (const auto* v = e.as<VarNode>()) {
+    auto it = vars.find(v);
+    return it == vars.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  }
+  if (const auto* c = e.as<Cast>()) return eval_int(c->value, vars);
+  auto binary = [&](const auto* op, auto f) -> std::optional<int64_t> {
+    auto a = eval_int(op->a, vars), b = eval_int(op->b, vars);
+    if (!a || !b) return std::nullopt;
+    return f(*a, *b);
+  };
+  auto floordiv = [](int64_t a, int64_t b) {
+    return b == 0 ? 0 : a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+  };
+  if (const auto* op = e.as<Add>()) return binary(op, [](int64_t a, int64_t b) { return a + b; });
+  if (const auto* op = e.as<Sub>()) return binary(op, [](int64_t a, int64_t b) { return a - b; });
+  if (const auto* op = e.as<Mul>()) return binary(op, [](int64_t a, int64_t b) { return a * b; });
+  if (const auto* op = e.as<FloorDiv>()) return binary(op, floordiv);
+  if (const auto* op = e.as<FloorMod>()) {
+    return binary(op, [&](int64_t a, int64_t b) { return b == 0 ? 0 : a - floordiv(a, b) * b; });
+  }
+  if (const auto* op = e.as<Div>()) {
+    return binary(op, [](int64_t a, int64_t b) { return b == 0 ? 0 : a / b; });
+  }
+  if (const auto* op = e.as<Min>())
+    return binary(op, [](int64_t a, int64_t b) { return std::min(a, b); });
+  if (const auto* op = e.as<Max>())
+    return binary(op, [](int64_t a, int64_t b) { return std::max(a, b); });
+  return std::nullopt;
+}
+
+// Builds the inputs of `func`; returns why it cannot, or "".
+std::string make_inputs(const PrimFunc& func, const DifferentialOptions& options,
+                        int64_t default_dim, uint64_t seed, Inputs* out) {
+  std::map<const VarNode*, int64_t> vars;
+  auto value_of = [&](const VarNode* v) {
+    auto it = options.dims.find(v->name);
+    return it != options.dims.end() ? it->second : default_dim;
+  };
+  for (const Var& p : func->params) {
+    if (!func->buffer_of(p).defined() && p.dtype().is_int_or_bool() && !p.dtype().is_bool()) {
+      vars[p.get()] = value_of(p.get());
+    }
+  }
+  for (const auto& [param, b] : func->buffer_map) {
+    for (const Expr& e : b->shape) {
+      if (const auto* v = e.as<VarNode>(); v && !vars.count(v)) vars[v] = value_of(v);
+    }
+  }
+  Target target = func->target();
+  const int device = target.defined() && target->kind == "cuda" ? kDLCUDA : kDLCPU;
+  for (size_t i = 0; i < func->params.size(); ++i) {
+    const Var& p = func->params[i];
+    Buffer b = func->buffer_of(p);
+    out->names.push_back(b.defined() ? b->name : p->name);
+    if (b.defined()) {
+      if (!b->strides.empty()) return "buffer parameter '" + b->name + "' has explicit strides";
+      if (b->elem_offset.defined() && as_const_int(b->elem_offset) != 0) {
+        return "buffer parameter '" + b->name + "' has an element offset";
+      }
+      std::vector<int64_t> shape;
+      for (const Expr& e : b->shape) {
+        std::optional<int64_t> d = eval_int(e, vars);
+        if (!d)
+          return "the shape of buffer parameter '" + b->name + "' has no value for `" + print(e) +
+                 "`";
+        if (*d < 0) return "buffer parameter '" + b->name + "' gets a negative dimension";
+        shape.push_back(*d);
+      }
+      out->tensor_of_param.push_back(static_cast<int>(out->tensors.size()));
+      out->tensors.emplace_back(b->dtype, std::move(shape), device);
+      out->tensors.back().fill_random(seed + 7919 * i);
+      out->scalars.emplace_back();
+      continue;
+    }
+    out->tensor_of_param.push_back(-1);
+    DataType t = p.dtype();
+    if (t.lanes() != 1) return "parameter '" + p->name + "' is a vector";
+    if (t.is_bool()) {
+      out->scalars.emplace_back(true);
+    } else if (t.is_integer()) {
+      out->scalars.emplace_back(vars.at(p.get()));
+    } else if (t.is_floating()) {
+      out->scalars.emplace_back(0.5);
+    } else {
+      return "parameter '" + p->name +
+             "' is a pointer without a buffer, so no input can be made for it";
+    }
+  }
+  return "";
+}
+
+// --- runs -----------------------------------------------------------------------------------
+
+struct RunResult {
+  enum class Status { kOk, kFailed, kUnsupported } status = Status::kOk;
+  std::string error;
+  std::vector<HostTensor> tensors;
+  std::optional<Arg> ret;
+};
+
+RunResult run_once(const Interpreter& interp, const std::string& name, const Inputs& inputs) {
+  RunResult r;
+  r.tensors = inputs.tensors;  // fresh copies
+  std::vector<Arg> args;
+  for (size_t i = 0; i < inputs.tensor_of_param.size(); ++i) {
+    const int t = inputs.tensor_of_param[i];
+    args.push_back(t >= 0 ? Arg(r.tensors[static_cast<size_t>(t)].dl()) : inputs.scalars[i]);
+  }
+  try {
+    r.ret = interp.run(name, args);
+  } catch (const UnsupportedError& e) {
+    r.status = RunResult::Status::kUnsupported;
+    r.error = e.what();
+  } catch (const Error& e) {
+    r.status = RunResult::Status::kFailed;
+    r.error = e.what();
+  }
+  return r;
+}
+
+bool same_value(DataType t, double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (a == b) return true;
+  const double tol = comparison_tolerance(t);
+  if (tol == 0 || std::isinf(a) || std::isinf(b)) return false;
+  return std::fabs(a - b) <= tol * std::max({1.0, std::fabs(a), std::fabs(b)});
+}
+
+std::string number(double v) {
+  std::ostringstream os;
+  os.precision(9);
+  os << v;
+  return os.str();
+}
+
+// What differs between two successful runs, or "".
+std::string compare(const Inputs& inputs, const RunResult& before, const RunResult& after) {
+  for (size_t i = 0; i < inputs.tensor_of_param.size(); ++i) {
+    const int t = inputs.tensor_of_param[i];
+    if (t < 0) continue;
+    const HostTensor& a = before.tensors[static_cast<size_t>(t)];
+    const HostTensor& b = after.tensors[static_cast<size_t>(t)];
+    for (int64_t k = 0; k < a.size(); ++k) {
+      if (!same_value(a.dtype(), a.get(k), b.get(k))) {
+        return "buffer '" + inputs.names[i] + "' (argument #" + std::to_string(i) + ") element " +
+               a.index_text(k) + ": before " + number(a.get(k)) + ", after " + number(b.get(k));
+      }
+    }
+  }
+  const bool has_a = before.ret.has_value(), has_b = after.ret.has_value();
+  if (has_a != has_b) {
+    return std::string("the return value ") + (has_a ? "disappeared" : "appeared") +
+           (has_a ? " (was " + before.ret->str() + ")" : " (" + after.ret->str() + ")");
+  }
+  if (has_a) {
+    const Arg& x = *before.ret;
+    const Arg& y = *after.ret;
+    auto value = [](const Arg& v) {
+      return v.kind() == Arg::Kind::kFloat ? v.as_float() : static_cast<double>(v.as_int());
+    };
+    const bool floating = x.kind() == Arg::Kind::kFloat || y.kind() == Arg::Kind::kFloat;
+    const bool same = floating ? same_value(DataType::Float(32), value(x), value(y))
+                               : (x.kind() == Arg::Kind::kPointer ? x.as_pointer() == y.as_pointer()
+                                                                  : x.as_int() == y.as_int());
+    if (!same) return "the return value: before " + x.str() + ", after " + y.str();
+  }
+  return "";
+}
+
+// Why a function is no entry point for users, or "".
+std::string not_callable(const PrimFunc& func) {
+  if (const AttrValue* cc = func->attr("calling_conv"); cc && cc->is_int() && cc->as_int() == 2) {
+    return "a kernel (calling_conv 2); it runs when its caller launches it";
+  }
+  Target t = func->target();
+  if (t.defined() && t->is_device() && !t->host.defined()) {
+    return "a device function (target " + t.str() + " without host); it runs when launched";
+  }
+  return "";
+}
+
+struct Step {
+  std::string name;
+  std::function<IRModule(const IRModule&)> run;
+};
+
+DifferentialReport check(IRModule module, const std::vector<Step>& steps,
+                         const DifferentialOptions& options) {
+  DifferentialReport report;
+  for (const Step& s : steps) report.passes.push_back(s.name);
+  if (options.default_target.defined()) {
+    for (const auto& [gvar, func] : module->functions) {
+      if (!func->target().defined()) {
+        module = module.with_function(gvar->name, func.with_attr("target", options.default_target));
+      }
+    }
+  }
+
+  struct Entry {
+    size_t outcome;
+    Inputs inputs;
+    RunResult last;
+  };
+  std::vector<Entry> entries;
+  Interpreter input_interp(module, options.interpreter);
+  for (const auto& [gvar, func] : module->functions) {
+    const std::string& name = gvar->name;
+    if (!options.functions.empty() && std::find(options.functions.begin(), options.functions.end(),
+                                                name) == options.functions.end()) {
+      continue;
+    }
+    FunctionOutcome outcome;
+    outcome.function = name;
+    auto skip = [&](std::string why) {
+      outcome.status = FunctionOutcome::Status::kSkipped;
+      outcome.detail = std::move(why);
+      report.functions.push_back(std::move(outcome));
+    };
+    if (std::string why = not_callable(func); !why.empty()) {
+      skip(why);
+      continue;
+    }
+    // The first default dimension with which the input runs; else the first failure.
+    std::optional<Entry> found;
+    std::string why;
+    for (int64_t dim :
+         options.default_dims.empty() ? std::vector<int64_t>{1} : options.default_dims) {
+      Inputs inputs;
+      std::string cannot = make_inputs(func, options, dim, options.seed, &inputs);
+      if (!cannot.empty()) {
+        if (why.empty()) why = cannot;
+        break;
+      }
+      RunResult r = run_once(input_interp, name, inputs);
+      ++outcome.runs;
+      if (r.status == RunResult::Status::kOk) {
+        found = Entry{0, std::move(inputs), std::move(r)};
+        break;
+      }
+      if (why.empty()) why = "the input module fails on the generated inputs: " + r.error;
+      if (r.status == RunResult::Status::kUnsupported) break;
+    }
+    if (!found) {
+      skip(why);
+      continue;
+    }
+    outcome.runs = 1;
+    report.functions.push_back(std::move(outcome));
+    found->outcome = report.functions.size() - 1;
+    entries.push_back(std::move(*found));
+  }
+
+  IRModule current = module;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    IRModule next;
+    try {
+      next = steps[k].run(current);
+    } catch (const Error& e) {
+      report.pipeline_error = "pass '" + steps[k].name + "' failed: " + e.what();
+      for (Entry& entry : entries) {
+        FunctionOutcome& o = report.functions[entry.outcome];
+        if (o.status != FunctionOutcome::Status::kUnchanged) continue;
+        o.status = FunctionOutcome::Status::kSkipped;
+        o.pass = steps[k].name;
+        o.pass_index = static_cast<int>(k);
+        o.detail = report.pipeline_error;
+      }
+      return report;
+    }
+    // A module equal to the previous one behaves the same: nothing to run.
+    if (next.same_as(current) || structural_equal(next, current)) continue;
+    current = next;
+    Interpreter interp(current, options.interpreter);
+    for (Entry& entry : entries) {
+      FunctionOutcome& o = report.functions[entry.outcome];
+      if (o.status != FunctionOutcome::Status::kUnchanged) continue;
+      auto mark = [&](FunctionOutcome::Status status, std::string detail) {
+        o.status = status;
+        o.pass = steps[k].name;
+        o.pass_index = static_cast<int>(k);
+        o.detail = std::move(detail);
+      };
+      if (!current->contains(o.function)) {
+        mark(FunctionOutcome::Status::kSkipped, "the pass removed the function");
+        continue;
+      }
+      RunResult r = run_once(interp, o.function, entry.inputs);
+      ++o.runs;
+      if (r.status == RunResult::Status::kUnsupported) {
+        mark(FunctionOutcome::Status::kSkipped,
+             "the interpreter cannot run the result: " + r.error);
+        continue;
+      }
+      if (r.status == RunResult::Status::kFailed) {
+        mark(FunctionOutcome::Status::kChanged, "the function now fails: " + r.error);
+        continue;
+      }
+      std::string diff = compare(entry.inputs, entry.last, r);
+      if (!diff.empty()) {
+        mark(FunctionOutcome::Status::kChanged, diff);
+        continue;
+      }
+      entry.last = std::move(r);
+    }
+  }
+  return report;
+}
+
+}  // namespace
+
+DifferentialReport check_pipeline(const IRModule& module, const std::vector<passes::Pass>& passes,
+                                  const DifferentialOptions& options) {
+  std::vector<Step> steps;
+  for (const passes::Pass& p : passes) {
+    steps.push_back(Step{p.name, [p](const IRModule& m) { return passes::run_passes(m, {p}); }});
+  }
+  return check(module, steps, options);
+}
+
+DifferentialReport check_pipeline(const IRModule& module,
+                                  const std::vector<std::string>& invocations,
+                                  const DifferentialOptions& options) {
+  std::vector<Step> steps;
+  for (const std::string& p : invocations) {
+    steps.push_back(Step{
+        p, [p](const IRModule& m) { return passes::run_passes(m, std::vector<std::string>{p}); }});
+  }
+  return check(module, steps, options);
+}
+
+}  // namespace primjit::jit::emu
