@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 verify=0
 if [ "${1:-}" = --verify ]; then verify=1; shift; fi
 out=${1:-gpu-bundle}
-programs=(primjit_ir_tests primjit_structural_tests primjit_text_tests primjit_jit_tests bench_compile_latency toolchain_demo)
+programs=(primjit_ir_tests primjit_structural_tests primjit_text_tests primjit_jit_tests primjit_emu_tests
+          bench_compile_latency bench_dispatch bench_host_codegen toolchain_demo jit_demo primjit-run)
 limit=$((64 * 1024 * 1024))
 
 bash tools/build.sh gpu-bundle --target "${programs[@]}"
@@ -61,18 +62,25 @@ step() {
 }
 if [ "$what" = demo ] || [ "$what" = all ]; then
   step "$here/bin/toolchain_demo"
+  step "$here/bin/jit_demo"
 fi
 if [ "$what" = tests ] || [ "$what" = all ]; then
   for t in primjit_ir_tests primjit_structural_tests primjit_text_tests; do
     step "$here/bin/$t" --gtest_brief=1
   done
   step "$here/bin/primjit_jit_tests" --gtest_brief=1
+  step "$here/bin/primjit_emu_tests" --gtest_brief=1
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   json=()
   [ -n "${OUT:-}" ] && json=(--benchmark_out="$OUT/bench_compile_latency.json" --benchmark_out_format=json)
   step "$here/bin/bench_compile_latency" --benchmark_repetitions=3 \
        --benchmark_report_aggregates_only=true "${json[@]}"
+  for b in bench_dispatch bench_host_codegen; do
+    json=()
+    [ -n "${OUT:-}" ] && json=(--benchmark_out="$OUT/$b.json" --benchmark_out_format=json)
+    step "$here/bin/$b" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true "${json[@]}"
+  done
 fi
 echo "=== run.sh: $([ $status -eq 0 ] && echo passed || echo FAILED)"
 exit $status

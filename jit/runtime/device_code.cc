@@ -176,9 +176,9 @@ std::unique_ptr<DeviceCode> load_device_code(const IRModule& lowered, const Targ
     load_cuda(lowered, code.get(), times);
     return code;
   }
-  PRIMJIT_USER_ERROR() << "running kernels on target " << device.str()
-                       << " is not available in this build yet; use the llvm target for "
-                          "CPU functions";
+  PRIMJIT_USER_ERROR() << "kernels for target " << device.str()
+                       << " are not loaded as device code (emu variants run whole in the "
+                          "interpreter)";
 }
 
 }  // namespace primjit::jit

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "jit/cuda/driver.h"
+#include "jit/emu/interpreter.h"
 #include "jit/llvm/orc_engine.h"
 #include "jit/runtime/device_code.h"
 #include "jit/runtime/host_program.h"
@@ -65,11 +66,23 @@ struct KeyBuffer {
 };
 
 // Where in the signature each parameter's argument goes and what it must be.
+// What a dimension of a parameter buffer must be: a constant, the value of a shape variable
+// (index into the call's variable values), or an expression the packed API checks.
+struct DimRule {
+  enum Kind : uint8_t { kConstant, kVariable, kExpression } kind = kExpression;
+  int64_t value = 0;  // kConstant
+  int variable = -1;  // kVariable
+};
+
 struct ParamInfo {
   std::string name;  // buffer name for buffers, else the parameter's name
   Buffer buffer;     // undefined for scalars
   DataType dtype;    // buffer element dtype or the scalar's dtype
+  std::vector<DimRule> dims;
 };
+
+// Shape variables per kernel checked on the stack (more are left to the packed API).
+constexpr int kMaxCheckedVars = 32;
 
 }  // namespace
 
@@ -79,6 +92,10 @@ namespace jit_detail {
 
 struct Variant {
   std::vector<int64_t> key;
+  // Target emu: the whole lowered module runs in the interpreter, which then knows every
+  // tensor's extent and checks every access.
+  std::unique_ptr<jit::emu::Interpreter> interpreter;
+  std::string function;
   std::unique_ptr<jit::DeviceCode> device;  // declared before host: destroyed after it
   std::unique_ptr<jit::HostProgram> host;
   PJPackedFunc entry = nullptr;
@@ -222,6 +239,37 @@ void check_arguments(const Kernel::State& k, std::span<const Arg> args) {
           << where(i) << ": dimension " << d << " is negative (" << t->shape[d] << ")";
     }
   }
+  // Shapes against constants and against each other (a variable's first appearance binds it).
+  int64_t values[kMaxCheckedVars];
+  int first[kMaxCheckedVars][2];  // parameter, dimension that bound the variable
+  bool bound[kMaxCheckedVars] = {};
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ParamInfo& p = k.params[i];
+    if (!p.buffer.defined()) continue;
+    const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
+    for (size_t d = 0; d < p.dims.size(); ++d) {
+      const DimRule& rule = p.dims[d];
+      int64_t got = t->shape[d];
+      if (rule.kind == DimRule::kConstant) {
+        PRIMJIT_USER_CHECK(got == rule.value)
+            << where(i) << ": expected shape[" << d << "] = " << rule.value << ", got " << got
+            << " (" << describe(*t) << ")";
+      } else if (rule.kind == DimRule::kVariable) {
+        int v = rule.variable;
+        if (!bound[v]) {
+          bound[v] = true;
+          values[v] = got;
+          first[v][0] = static_cast<int>(i);
+          first[v][1] = static_cast<int>(d);
+          continue;
+        }
+        PRIMJIT_USER_CHECK(got == values[v])
+            << where(i) << ": expected shape[" << d << "] to match " << k.params[first[v][0]].name
+            << ".shape[" << first[v][1] << "] = " << values[v] << " (both are "
+            << p.buffer->shape[d].as<VarNode>()->name << "), got " << got;
+      }
+    }
+  }
 }
 
 // The key of a call: per tensor its dtype and ndim, and under kExact/kAuto its dimensions
@@ -306,6 +354,16 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
       passes::run_passes(k.module.with_function(k.name, func), passes::default_pipeline());
   times.passes_ms = ms_since(start);
 
+  if (k.target->kind == "emu") {
+    start = Clock::now();
+    variant->interpreter = std::make_unique<jit::emu::Interpreter>(lowered);
+    variant->function = k.name;
+    times.load_ms = ms_since(start);
+    std::lock_guard<std::mutex> lock(k.mutex);
+    k.times.passes_ms += times.passes_ms;
+    k.times.load_ms += times.load_ms;
+    return variant;
+  }
   if (k.target->is_device()) {
     variant->device = jit::load_device_code(lowered, k.target, &times);
   }
@@ -329,7 +387,54 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   return variant;
 }
 
+PJValue run_interpreted(const Variant& v, std::span<const Arg> args) {
+  std::vector<jit::emu::Arg> values;
+  values.reserve(args.size());
+  for (const Arg& a : args) {
+    const PJValue& p = a.value;
+    switch (p.type_index) {
+      case kPJDLTensorPtr:
+        values.emplace_back(static_cast<DLTensor*>(p.v_ptr));
+        break;
+      case kPJFloat:
+        values.emplace_back(p.v_float64);
+        break;
+      case kPJBool:
+        values.emplace_back(p.v_int64 != 0);
+        break;
+      case kPJInt:
+        values.emplace_back(p.v_int64);
+        break;
+      default:
+        values.push_back(jit::emu::Arg::pointer(p.v_ptr));
+        break;
+    }
+  }
+  std::optional<jit::emu::Arg> r = v.interpreter->run(v.function, values);
+  PJValue out{};
+  out.type_index = kPJNone;
+  if (!r) return out;
+  switch (r->kind()) {
+    case jit::emu::Arg::Kind::kInt:
+      out.type_index = kPJInt;
+      out.v_int64 = r->as_int();
+      break;
+    case jit::emu::Arg::Kind::kBool:
+      out.type_index = kPJBool;
+      out.v_int64 = r->as_bool();
+      break;
+    case jit::emu::Arg::Kind::kFloat:
+      out.type_index = kPJFloat;
+      out.v_float64 = r->as_float();
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+
 PJValue run_variant(const Variant& v, std::span<const Arg> args) {
+  if (v.interpreter != nullptr) return run_interpreted(v, args);
   PJValue stack[16];
   std::vector<PJValue> heap;
   PJValue* values = stack;
@@ -421,10 +526,28 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
   state->func = func.with_attr("target", AttrValue(target));
   state->module = module.with_function(name, state->func);
   state->fingerprint = structural_hash(state->module) ^ std::hash<std::string>()(target.str());
+  std::map<const VarNode*, int> variables;
   for (const Var& p : func->params) {
     Buffer b = func->buffer_of(p);
-    state->params.push_back(
-        ParamInfo{b.defined() ? b->name : p->name, b, b.defined() ? b->dtype : p.dtype()});
+    ParamInfo info{b.defined() ? b->name : p->name, b, b.defined() ? b->dtype : p.dtype(), {}};
+    for (size_t d = 0; b.defined() && d < b->shape.size(); ++d) {
+      DimRule rule;
+      if (auto c = as_const_int(b->shape[d])) {
+        rule.kind = DimRule::kConstant;
+        rule.value = *c;
+      } else if (const auto* v = b->shape[d].as<VarNode>()) {
+        auto it = variables.find(v);
+        if (it == variables.end() && static_cast<int>(variables.size()) < kMaxCheckedVars) {
+          it = variables.emplace(v, static_cast<int>(variables.size())).first;
+        }
+        if (it != variables.end()) {
+          rule.kind = DimRule::kVariable;
+          rule.variable = it->second;
+        }
+      }
+      info.dims.push_back(rule);
+    }
+    state->params.push_back(std::move(info));
   }
   PRIMJIT_LOG_DEBUG << "kernel '" << name << "' for " << target.str();
   return Kernel(std::move(state));
@@ -432,7 +555,7 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
 
 // A failed compile is not cached: the next call with the key compiles again.
 static void forget_failed_compile(Jit::State& jit, Kernel::State& k, uint64_t hash,
-                           const std::shared_ptr<Entry>& entry) {
+                                  const std::shared_ptr<Entry>& entry) {
   {
     decltype(jit.cache)::accessor acc;
     if (jit.cache.find(acc, hash) && acc->second == entry) jit.cache.erase(acc);

@@ -73,10 +73,13 @@ TEST(Jit, DynamicPolicyCompilesOneVariant) {
     p.expect_scaled(2.0f);
   }
   EXPECT_EQ(k.stats().misses, 1u);
-  // The packed API still checks what the dynamic variant binds.
+  // Shapes that disagree about a dimension are refused before the call.
   Pair p(4);
   Tensor short_b = Tensor::zeros({3}, DataType::Float(32));
-  EXPECT_ERROR_CONTAINS(k(p.a, short_b, 1.0f), "expected to match A.shape[0], got 3");
+  EXPECT_ERROR_CONTAINS(k(p.a, short_b, 1.0f),
+                        "argument #1 ('B') of 'scale': expected shape[0] to match A.shape[0] = 4 "
+                        "(both are n), got 3");
+  EXPECT_EQ(k.stats().misses, 1u);
 }
 
 TEST(Jit, AutoPolicyMakesAChangingDimensionSymbolic) {
@@ -245,6 +248,44 @@ TEST(Jit, EvictionWhileAnotherThreadCallsIsSafe) {
   caller.join();
   EXPECT_EQ(bad.load(), 0);
   EXPECT_GT(k.stats().evictions, 0u);
+}
+
+TEST(Jit, EmuTargetRunsDeviceKernelsInTheInterpreterWithTheSameCaching) {
+  Jit jit;
+  Kernel k = jit.kernel(parse(R"(
+@T.prim_func
+def reverse(a: T.handle, b: T.handle):
+    T.func_attr({"target": T.target("cuda", arch="sm_90", host="llvm")})
+    n = T.int32()
+    A = T.match_buffer(a, (n, 64), "float32")
+    B = T.match_buffer(b, (n, 64), "float32")
+    bx = T.launch_thread("blockIdx.x", n)
+    tx = T.launch_thread("threadIdx.x", 64)
+    S = T.alloc_buffer((64,), "float32", scope="shared")
+    S[tx] = A[bx, tx]
+    T.tvm_storage_sync("shared")
+    B[bx, tx] = S[63 - tx]
+)")
+                            ->lookup("reverse"),
+                        {.target = Target::emu()});
+  for (int64_t n : {3, 5, 3}) {
+    Tensor a = Tensor::zeros({n, 64}, DataType::Float(32)),
+           b = Tensor::zeros({n, 64}, DataType::Float(32));
+    std::iota(a.data<float>(), a.data<float>() + n * 64, 0.0f);
+    k(a, b);
+    for (int64_t r = 0; r < n; ++r)
+      for (int c = 0; c < 64; ++c)
+        ASSERT_EQ(b.data<float>()[r * 64 + c], a.data<float>()[r * 64 + 63 - c]);
+  }
+  EXPECT_EQ(k.stats().misses, 2u);
+  EXPECT_EQ(k.stats().hits, 1u);
+  // A shape that conflicts with a bound dimension is refused before anything compiles.
+  Tensor a = Tensor::zeros({2, 64}, DataType::Float(32));
+  Tensor b = Tensor::zeros({3, 64}, DataType::Float(32));
+  EXPECT_ERROR_CONTAINS(k(a, b), "expected shape[0] to match A.shape[0] = 2 (both are n), got 3");
+  Tensor wide = Tensor::zeros({2, 65}, DataType::Float(32));
+  EXPECT_ERROR_CONTAINS(k(a, wide), "expected shape[1] = 64, got 65");
+  EXPECT_EQ(k.stats().misses, 2u);
 }
 
 TEST(Tensor, ZerosDlpackRoundTripAndErrors) {
