@@ -39,7 +39,8 @@ run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
 message(STATUS "consumer output:\n${last_output}")
 foreach(expected "primjit 0." "caught primjit::Error: n must be positive, got -3"
-                 "add(40, 2) = 42" "built scale with 1 params" "consumer ok")
+                 "add(40, 2) = 42" "built scale with 1 params"
+                 "jit: data[4] = 20 after 2 calls, 1 compile (first call)" "consumer ok")
   string(FIND "${last_output}" "${expected}" position)
   if(position EQUAL -1)
     message(FATAL_ERROR "consumer output lacks '${expected}'")
