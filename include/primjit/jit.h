@@ -50,6 +50,11 @@ struct KernelOptions {
   int auto_threshold = 4;
   int recompile_limit = 32;
   OnRecompileLimit on_recompile_limit = OnRecompileLimit::kError;
+  /// cuda: let NVRTC use fast, less accurate math (--use_fast_math, __expf & co.).
+  bool fast_math = false;
+  /// cuda: the CUstream kernels are launched on (nullptr: the default stream). Kernels on
+  /// different streams get their own variants.
+  void* cuda_stream = nullptr;
 };
 
 /// Milliseconds spent in each compile stage, summed over a kernel's compiles.

@@ -48,8 +48,9 @@ Slot slot_of(const std::string& tag, const std::string& kernel) {
 class CudaKernel : public KernelHandle {
  public:
   CudaKernel(CudaDriver& driver, CUfunc_st* function, std::string name, std::vector<Slot> slots,
-             int64_t max_dynamic_shared)
+             int64_t max_dynamic_shared, CUstream_st* stream)
       : driver_(driver),
+        stream_(stream),
         function_(function),
         name_(std::move(name)),
         slots_(std::move(slots)),
@@ -92,7 +93,7 @@ class CudaKernel : public KernelHandle {
                   "allows " + std::to_string(max_dynamic_shared_) + " per block");
     }
     std::string error;
-    if (!driver_.try_launch(function_, grid, block, static_cast<unsigned>(dyn), args, nullptr,
+    if (!driver_.try_launch(function_, grid, block, static_cast<unsigned>(dyn), args, stream_,
                             &error)) {
       return fail(error);
     }
@@ -109,6 +110,7 @@ class CudaKernel : public KernelHandle {
   }
 
   CudaDriver& driver_;
+  CUstream_st* stream_;
   CUfunc_st* function_;
   std::string name_;
   std::vector<Slot> slots_;
@@ -128,19 +130,26 @@ struct CudaModule {
   }
 };
 
-void load_cuda(const IRModule& lowered, DeviceCode* code, StageTimes* times) {
+void load_cuda(const IRModule& lowered, const DeviceOptions& device_options, DeviceCode* code,
+               StageTimes* times) {
   // The driver first: without one this is the "no CUDA driver" error, before any work.
   CudaDriver& driver = CudaDriver::get();
   driver.make_current(0);
   DeviceInfo device = driver.device_info(0);
 
   Clock::time_point start = Clock::now();
-  CudaModuleSource source = codegen_cuda(lowered);
+  CudaCodegenOptions codegen_options;
+  codegen_options.fast_math = device_options.fast_math;
+  CudaModuleSource source = codegen_cuda(lowered, codegen_options);
   times->device_codegen_ms += ms_since(start);
 
   start = Clock::now();
   NvrtcOptions options;
   options.arch = device.arch();  // the device's exact architecture (PTX when NVRTC lacks it)
+  options.fast_math = device_options.fast_math;
+#ifndef NDEBUG
+  options.line_info = true;  // debug builds: source lines in profilers and sanitizers
+#endif
   DeviceImage image = nvrtc_compile({"primjit_kernels.cu", source.code}, options);
   times->device_compile_ms += ms_since(start);
 
@@ -161,7 +170,8 @@ void load_cuda(const IRModule& lowered, DeviceCode* code, StageTimes* times) {
       driver.set_max_dynamic_shared(function, static_cast<int>(optin));
     }
     code->kernels[info.name] = std::make_unique<CudaKernel>(
-        driver, function, info.name, std::move(slots), std::max<int64_t>(optin, 48 * 1024));
+        driver, function, info.name, std::move(slots), std::max<int64_t>(optin, 48 * 1024),
+        static_cast<CUstream_st*>(device_options.stream));
   }
   times->load_ms += ms_since(start);
 }
@@ -169,11 +179,11 @@ void load_cuda(const IRModule& lowered, DeviceCode* code, StageTimes* times) {
 }  // namespace
 
 std::unique_ptr<DeviceCode> load_device_code(const IRModule& lowered, const Target& device,
-                                             StageTimes* times) {
+                                             const DeviceOptions& options, StageTimes* times) {
   auto code = std::make_unique<DeviceCode>();
   if (!has_kernels(lowered)) return code;
   if (device->kind == "cuda") {
-    load_cuda(lowered, code.get(), times);
+    load_cuda(lowered, options, code.get(), times);
     return code;
   }
   PRIMJIT_USER_ERROR() << "kernels for target " << device.str()

@@ -21,7 +21,11 @@ struct DeviceCode {
 
 /// Compiles and loads the kernels (calling_conv 2) of a lowered module for `device` (cuda or
 /// emu), adding the time of each stage to `times`. No kernels: an empty DeviceCode.
+struct DeviceOptions {
+  bool fast_math = false;
+  void* stream = nullptr;  // CUstream
+};
 std::unique_ptr<DeviceCode> load_device_code(const IRModule& lowered, const Target& device,
-                                             StageTimes* times);
+                                             const DeviceOptions& options, StageTimes* times);
 
 }  // namespace primjit::jit

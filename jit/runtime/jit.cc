@@ -365,7 +365,8 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
     return variant;
   }
   if (k.target->is_device()) {
-    variant->device = jit::load_device_code(lowered, k.target, &times);
+    jit::DeviceOptions device_options{k.options.fast_math, k.options.cuda_stream};
+    variant->device = jit::load_device_code(lowered, k.target, device_options, &times);
   }
   start = Clock::now();
   jit::DeviceCode* device = variant->device.get();
@@ -525,7 +526,10 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
   state->target = target;
   state->func = func.with_attr("target", AttrValue(target));
   state->module = module.with_function(name, state->func);
-  state->fingerprint = structural_hash(state->module) ^ std::hash<std::string>()(target.str());
+  // Variants are shared by kernels of one function, target and device options.
+  state->fingerprint = structural_hash(state->module) ^ std::hash<std::string>()(target.str()) ^
+                       (std::hash<void*>()(options.cuda_stream) * 31) ^
+                       (options.fast_math ? 0x5bd1e995u : 0u);
   std::map<const VarNode*, int> variables;
   for (const Var& p : func->params) {
     Buffer b = func->buffer_of(p);
