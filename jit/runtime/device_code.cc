@@ -1,6 +1,10 @@
 #include "jit/runtime/device_code.h"
 
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "jit/cuda/codegen_cuda.h"
 #include "jit/cuda/driver.h"
@@ -130,18 +134,36 @@ struct CudaModule {
   }
 };
 
+// PRIMJIT_DUMP_CUDA=DIR: every module's CUDA source goes to DIR/<first kernel>.<n>.cu.
+void dump_source(const CudaModuleSource& source) {
+  const char* dir = std::getenv("PRIMJIT_DUMP_CUDA");
+  if (dir == nullptr || *dir == 0) return;
+  static std::atomic<uint64_t> count{0};
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string stem = source.kernels.empty() ? "module" : source.kernels.front().name;
+  std::filesystem::path path =
+      std::filesystem::path(dir) / (stem + "." + std::to_string(count.fetch_add(1)) + ".cu");
+  std::ofstream out(path);
+  out << source.code;
+  PRIMJIT_USER_CHECK(!ec && out.good())
+      << "PRIMJIT_DUMP_CUDA: cannot write '" << path.string() << "'";
+  PRIMJIT_LOG_INFO << "CUDA source written to " << path.string();
+}
+
 void load_cuda(const IRModule& lowered, const DeviceOptions& device_options, DeviceCode* code,
                StageTimes* times) {
-  // The driver first: without one this is the "no CUDA driver" error, before any work.
-  CudaDriver& driver = CudaDriver::get();
-  driver.make_current(0);
-  DeviceInfo device = driver.device_info(0);
-
   Clock::time_point start = Clock::now();
   CudaCodegenOptions codegen_options;
   codegen_options.fast_math = device_options.fast_math;
   CudaModuleSource source = codegen_cuda(lowered, codegen_options);
   times->device_codegen_ms += ms_since(start);
+  dump_source(source);
+
+  // Then the driver: without one this is the "no CUDA driver" error, before NVRTC runs.
+  CudaDriver& driver = CudaDriver::get();
+  driver.make_current(0);
+  DeviceInfo device = driver.device_info(0);
 
   start = Clock::now();
   NvrtcOptions options;

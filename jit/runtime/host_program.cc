@@ -30,25 +30,15 @@ void ensure_runtime(OrcEngine& engine) {
 
 }  // namespace
 
-HostProgram::HostProgram(OrcEngine& engine, const IRModule& lowered, const KernelResolver& kernels)
-    : engine_(engine) {
+HostProgram::HostProgram(OrcEngine& engine, const IRModule& lowered) : engine_(engine) {
   ensure_runtime(engine);
   std::string suffix = unique_suffix();
   HostModule host = codegen_llvm(lowered, suffix);
-  std::vector<KernelHandle*> handles;
-  for (const std::string& kernel : host.launched_kernels) {
-    KernelHandle* handle = kernels ? kernels(kernel) : nullptr;
-    PRIMJIT_USER_CHECK(handle != nullptr)
-        << "the host code launches kernel '" << kernel
-        << "', but no code was loaded for it (compile the module's kernels for a device "
-           "target: cuda, or emu to run them in the interpreter)";
-    handles.push_back(handle);
-  }
   key_ = engine.add_module(std::move(host.module), std::move(host.context));
   try {
-    for (size_t i = 0; i < handles.size(); ++i) {
-      void* slot = engine.lookup(kernel_handle_symbol(host.launched_kernels[i], suffix));
-      *static_cast<KernelHandle**>(slot) = handles[i];
+    for (const std::string& kernel : host.launched_kernels) {
+      void* slot = engine.lookup(kernel_handle_symbol(kernel, suffix));
+      kernel_slots_.emplace_back(kernel, static_cast<KernelHandle**>(slot));
     }
     for (const auto& [gvar, func] : lowered->functions) {
       const AttrValue* cc = func->attr("calling_conv");
@@ -59,6 +49,22 @@ HostProgram::HostProgram(OrcEngine& engine, const IRModule& lowered, const Kerne
   } catch (...) {
     engine.remove(key_);
     throw;
+  }
+}
+
+HostProgram::HostProgram(OrcEngine& engine, const IRModule& lowered, const KernelResolver& kernels)
+    : HostProgram(engine, lowered) {
+  bind_kernels(kernels);
+}
+
+void HostProgram::bind_kernels(const KernelResolver& kernels) {
+  for (const auto& [kernel, slot] : kernel_slots_) {
+    KernelHandle* handle = kernels ? kernels(kernel) : nullptr;
+    PRIMJIT_USER_CHECK(handle != nullptr)
+        << "the host code launches kernel '" << kernel
+        << "', but no code was loaded for it (compile the module's kernels for a device "
+           "target: cuda, or emu to run them in the interpreter)";
+    *slot = handle;
   }
 }
 

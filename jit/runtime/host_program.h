@@ -22,8 +22,14 @@ class HostProgram {
  public:
   /// Generates, optimizes and links the host functions of `lowered` (after MakePackedAPI).
   /// Symbols get a suffix unique in the process, so any number of variants can be loaded.
-  /// Each kernel the host code launches gets its handle from `kernels`.
-  HostProgram(OrcEngine& engine, const IRModule& lowered, const KernelResolver& kernels = {});
+  /// Kernels the host code launches stay unbound until bind_kernels (a launch before that is
+  /// an error, not a crash), so device code can be compiled at the same time.
+  HostProgram(OrcEngine& engine, const IRModule& lowered);
+  /// The same, then bind_kernels(kernels).
+  HostProgram(OrcEngine& engine, const IRModule& lowered, const KernelResolver& kernels);
+
+  /// Gives each launched kernel its handle; throws primjit::Error when one has none.
+  void bind_kernels(const KernelResolver& kernels);
   ~HostProgram();
   HostProgram(const HostProgram&) = delete;
   HostProgram& operator=(const HostProgram&) = delete;
@@ -35,6 +41,7 @@ class HostProgram {
   OrcEngine& engine_;
   OrcEngine::ModuleKey key_;
   std::map<std::string, PJPackedFunc> functions_;
+  std::vector<std::pair<std::string, KernelHandle**>> kernel_slots_;  // launched kernels
 };
 
 }  // namespace primjit::jit

@@ -2,10 +2,12 @@
 #include "primjit/jit.h"
 
 #include <tbb/concurrent_hash_map.h>
+#include <tbb/task_group.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <map>
 #include <mutex>
@@ -186,6 +188,7 @@ struct Kernel::State {
   LastVariant last;
 
   std::atomic<uint64_t> calls{0}, hits{0}, misses{0}, evictions{0};
+  std::atomic<uint64_t> dump_count{0};
   std::mutex mutex;  // guards the fields below
   StageTimes times;
   std::vector<std::string> reasons;
@@ -327,6 +330,16 @@ std::string compile_reason(const Kernel::State& k, const std::vector<int64_t>& k
   return out.empty() ? "new signature" : out;
 }
 
+// PRIMJIT_DUMP_IR=DIR: each variant's passes go to DIR/<kernel>.vN/NN_<pass>.tir.
+passes::RunOptions dump_options(Kernel::State& k) {
+  passes::RunOptions options;
+  if (const char* dir = std::getenv("PRIMJIT_DUMP_IR"); dir != nullptr && *dir != 0) {
+    options.dump_dir =
+        std::string(dir) + "/" + k.name + ".v" + std::to_string(k.dump_count.fetch_add(1));
+  }
+  return options;
+}
+
 // Lowers and compiles one variant.
 std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> args,
                                          std::vector<int64_t> key, bool dynamic,
@@ -350,8 +363,8 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
     }
     func = passes::specialize(func, values);
   }
-  IRModule lowered =
-      passes::run_passes(k.module.with_function(k.name, func), passes::default_pipeline());
+  IRModule lowered = passes::run_passes(k.module.with_function(k.name, func),
+                                        passes::default_pipeline(), dump_options(k));
   times.passes_ms = ms_since(start);
 
   if (k.target->kind == "emu") {
@@ -364,20 +377,37 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
     k.times.load_ms += times.load_ms;
     return variant;
   }
+  // Device code (NVRTC, module load) and host code (LLVM, ORC) compile at the same time.
+  tbb::task_group tasks;
+  std::exception_ptr device_error;
   if (k.target->is_device()) {
-    jit::DeviceOptions device_options{k.options.fast_math, k.options.cuda_stream};
-    variant->device = jit::load_device_code(lowered, k.target, device_options, &times);
+    tasks.run([&] {
+      try {
+        jit::DeviceOptions device_options{k.options.fast_math, k.options.cuda_stream};
+        variant->device = jit::load_device_code(lowered, k.target, device_options, &times);
+      } catch (...) {
+        device_error = std::current_exception();
+      }
+    });
   }
-  start = Clock::now();
+  std::exception_ptr host_error;
+  try {
+    start = Clock::now();
+    variant->host = std::make_unique<jit::HostProgram>(k.jit->engine, lowered);
+    variant->entry = variant->host->function(k.name);
+    times.host_ms = ms_since(start);
+  } catch (...) {
+    host_error = std::current_exception();
+  }
+  tasks.wait();
+  if (device_error) std::rethrow_exception(device_error);
+  if (host_error) std::rethrow_exception(host_error);
   jit::DeviceCode* device = variant->device.get();
-  variant->host = std::make_unique<jit::HostProgram>(
-      k.jit->engine, lowered, [device](const std::string& symbol) -> jit::KernelHandle* {
-        if (device == nullptr) return nullptr;
-        auto it = device->kernels.find(symbol);
-        return it == device->kernels.end() ? nullptr : it->second.get();
-      });
-  variant->entry = variant->host->function(k.name);
-  times.host_ms = ms_since(start);
+  variant->host->bind_kernels([device](const std::string& symbol) -> jit::KernelHandle* {
+    if (device == nullptr) return nullptr;
+    auto it = device->kernels.find(symbol);
+    return it == device->kernels.end() ? nullptr : it->second.get();
+  });
 
   std::lock_guard<std::mutex> lock(k.mutex);
   k.times.passes_ms += times.passes_ms;

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <random>
 
@@ -42,8 +45,20 @@ TEST(JitCuda, WithoutADriverTheFirstCallSaysSo) {
   std::vector<float> host(8);
   int64_t n = 8;
   DLTensor t{host.data(), kGpu, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
+  // PRIMJIT_DUMP_CUDA gets the source even so: it is generated before the driver is needed.
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / "primjit_dump_cuda_test";
+  std::filesystem::remove_all(dir);
+  setenv("PRIMJIT_DUMP_CUDA", dir.c_str(), 1);
   EXPECT_ERROR_CONTAINS(k(&t, &t, &t), "no CUDA driver");
+  unsetenv("PRIMJIT_DUMP_CUDA");
   EXPECT_EQ(k.stats().misses, 1u);  // it tried to compile: nothing is cached
+  ASSERT_TRUE(std::filesystem::exists(dir / "vector_add_cuda_kernel.0.cu"));
+  std::ifstream in(dir / "vector_add_cuda_kernel.0.cu");
+  std::string code((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(code.find("__global__ void __launch_bounds__(256) vector_add_cuda_kernel("),
+            std::string::npos)
+      << code;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(JitCuda, VectorAddWithASymbolicGrid) {

@@ -426,7 +426,10 @@ def vadd(a: T.handle, b: T.handle, c: T.handle):
   kernel.fail = true;
   EXPECT_ERROR_CONTAINS(call_packed(program.function("vadd"), args, 3), "kernel failed on purpose");
   // Without loaded kernel code the host module is refused before anything runs.
-  EXPECT_ERROR_CONTAINS(HostProgram(engine(), lowered), "no code was loaded for it");
+  HostProgram unbound(engine(), lowered);
+  EXPECT_ERROR_CONTAINS(call_packed(unbound.function("vadd"), args, 3),
+                        "launched before its code was loaded");
+  EXPECT_ERROR_CONTAINS(unbound.bind_kernels({}), "no code was loaded for it");
 }
 
 }  // namespace
