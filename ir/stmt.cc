@@ -57,7 +57,8 @@ Stmt AttrStmt::make(Ref<Object> node, std::string key, Expr value, Stmt body) {
 Stmt AssertStmt::make(Expr condition, Expr message) {
   check_condition(condition, "assert");
   const auto* call = message.as<Call>();
-  PRIMJIT_USER_CHECK(message.as<StringImm>() != nullptr || (call != nullptr && call->is_op("format")))
+  PRIMJIT_USER_CHECK(message.as<StringImm>() != nullptr ||
+                     (call != nullptr && call->is_op("format")))
       << "assert: the message must be a string or T.format(...)";
   return Stmt(new AssertStmt(std::move(condition), std::move(message)));
 }

@@ -228,8 +228,7 @@ class FunctionChecker : public StmtExprVisitor {
     auto define_bare = [&](const Expr& e) {
       const auto* var = e.as<VarNode>();
       if (var != nullptr && visible_vars_.count(var) == 0 && state_.var_defs.count(var) == 0) {
-        define(Var(var), Site{Stmt(), "the buffer_map entry of '" + buffer->name + "'"}, false,
-               "");
+        define(Var(var), Site{Stmt(), "the buffer_map entry of '" + buffer->name + "'"}, false, "");
       }
     };
     define_bare(buffer->data);

@@ -87,13 +87,14 @@ Pass body_pass(std::string name, std::string summary, std::function<Stmt(const S
 const std::vector<Pass>& registered_passes() {
   static const std::vector<Pass> passes = [] {
     std::vector<Pass> list = {
-        make_verify_well_formed_pass(),  make_specialize_pass(),
-        make_flatten_buffer_pass(),      make_simplify_pass(),
-        make_common_subexpr_elim_pass(), make_merge_shared_memory_allocations_pass(),
-        make_remove_no_op_pass(),        make_convert_ssa_pass(),
-        make_unroll_loops_pass(),        make_annotate_device_regions_pass(),
-        make_split_host_device_pass(),   make_lower_device_kernel_launch_pass(), make_make_packed_api_pass(),
-        make_fp8_storage_legalize_pass(), make_bf16_storage_legalize_pass(),
+        make_verify_well_formed_pass(),    make_specialize_pass(),
+        make_flatten_buffer_pass(),        make_simplify_pass(),
+        make_common_subexpr_elim_pass(),   make_merge_shared_memory_allocations_pass(),
+        make_remove_no_op_pass(),          make_convert_ssa_pass(),
+        make_unroll_loops_pass(),          make_annotate_device_regions_pass(),
+        make_split_host_device_pass(),     make_lower_device_kernel_launch_pass(),
+        make_make_packed_api_pass(),       make_fp8_storage_legalize_pass(),
+        make_bf16_storage_legalize_pass(),
     };
     std::sort(list.begin(), list.end(),
               [](const Pass& a, const Pass& b) { return a.name < b.name; });

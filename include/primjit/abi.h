@@ -68,8 +68,7 @@ enum PJDLTypeCode {
   kPJDLFloat8E5M2 = 12,
 };
 
-typedef int32_t (*PJPackedFunc)(void* self, const PJValue* args, int32_t num_args,
-                                PJValue* result);
+typedef int32_t (*PJPackedFunc)(void* self, const PJValue* args, int32_t num_args, PJValue* result);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -19,10 +19,10 @@ namespace primjit::fp {
 struct Format {
   int exponent_bits;
   int mantissa_bits;
-  bool has_infinity;   // IEEE-style: all-ones exponent is inf/NaN
-  bool saturates;      // out-of-range values become the largest finite value
-  uint32_t nan_bits;   // the canonical (positive) NaN
-  uint32_t max_bits;   // the largest finite (positive) value
+  bool has_infinity;  // IEEE-style: all-ones exponent is inf/NaN
+  bool saturates;     // out-of-range values become the largest finite value
+  uint32_t nan_bits;  // the canonical (positive) NaN
+  uint32_t max_bits;  // the largest finite (positive) value
 };
 
 inline constexpr Format kFloat16{5, 10, true, false, 0x7E00, 0x7BFF};
@@ -59,8 +59,8 @@ inline uint32_t encode(const Format& f, float x) {
   const uint32_t sign = std::signbit(x) ? (1u << (total - 1)) : 0u;
   if (std::isnan(x)) return sign | f.nan_bits;
   const double max_value = decode(f, f.max_bits);
-  const uint32_t overflow = f.saturates ? f.max_bits : ((1u << f.exponent_bits) - 1u)
-                                                          << f.mantissa_bits;
+  const uint32_t overflow =
+      f.saturates ? f.max_bits : ((1u << f.exponent_bits) - 1u) << f.mantissa_bits;
   double a = std::fabs(static_cast<double>(x));
   if (std::isinf(a)) return sign | overflow;
   const int bias = (1 << (f.exponent_bits - 1)) - 1;
@@ -84,8 +84,8 @@ inline uint32_t encode(const Format& f, float x) {
   int re = 0;
   std::frexp(rounded, &re);
   const int exponent = re - 1;
-  const uint32_t mantissa = static_cast<uint32_t>(
-      std::ldexp(rounded, f.mantissa_bits - exponent) - std::ldexp(1.0, f.mantissa_bits));
+  const uint32_t mantissa = static_cast<uint32_t>(std::ldexp(rounded, f.mantissa_bits - exponent) -
+                                                  std::ldexp(1.0, f.mantissa_bits));
   return sign | (static_cast<uint32_t>(exponent + bias) << f.mantissa_bits) | mantissa;
 }
 

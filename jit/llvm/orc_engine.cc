@@ -187,9 +187,8 @@ OrcEngine::OrcEngine(OrcOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->jit =
       take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(impl_->machine_builder).create(),
            "cannot create the LLVM ORC JIT");
-  impl_->jit->getExecutionSession().setErrorReporter([](llvm::Error error) {
-    t_session_error = to_string(std::move(error));
-  });
+  impl_->jit->getExecutionSession().setErrorReporter(
+      [](llvm::Error error) { t_session_error = to_string(std::move(error)); });
   PRIMJIT_LOG_DEBUG << "ORC engine for " << impl_->triple << " (" << impl_->cpu << "), O"
                     << options.opt_level;
 }
@@ -231,8 +230,8 @@ void* OrcEngine::lookup(std::string_view symbol) {
                            << " (an extern function the code calls is not defined in this "
                               "process)";
     }
-    PRIMJIT_USER_ERROR() << "symbol '" << symbol << "' is not defined in the JIT session ("
-                         << error << "); was its module removed or never added?";
+    PRIMJIT_USER_ERROR() << "symbol '" << symbol << "' is not defined in the JIT session (" << error
+                         << "); was its module removed or never added?";
   }
   return address->toPtr<void*>();
 }
