@@ -30,6 +30,7 @@
 #include "primjit/ir/text.h"
 #include "primjit/ir/verify.h"
 #include "primjit/passes.h"
+#include "tools/tool_main.h"
 
 namespace {
 
@@ -317,16 +318,5 @@ int main_impl(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return main_impl(argc, argv);
-  } catch (const pj::ParseError& e) {
-    std::cerr << e.what() << "\n";  // already "FILE:LINE:COL: error: ..."
-    return 1;
-  } catch (const pj::Error& e) {
-    std::cerr << "primjit-opt: " << e.what() << "\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "primjit-opt: internal error: " << e.what() << "\n";
-    return 2;
-  }
+  return primjit::tools::run_tool("primjit-opt", argc, argv, main_impl);
 }

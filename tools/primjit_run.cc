@@ -35,6 +35,7 @@
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
 #include "primjit/passes.h"
+#include "tools/tool_main.h"
 
 namespace {
 
@@ -401,16 +402,5 @@ int main_impl(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return main_impl(argc, argv);
-  } catch (const pj::ParseError& e) {
-    std::cerr << e.what() << "\n";
-    return 1;
-  } catch (const pj::Error& e) {
-    std::cerr << "primjit-run: " << e.what() << "\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "primjit-run: internal error: " << e.what() << "\n";
-    return 2;
-  }
+  return primjit::tools::run_tool("primjit-run", argc, argv, main_impl);
 }

@@ -197,22 +197,6 @@ std::vector<DataType> arg_types(const std::vector<CExprPtr>& args, size_t first 
   return types;
 }
 
-Arg to_arg(const TypeInfo& t, const Scalar& v) {
-  switch (t.repr) {
-    case Repr::kBool:
-      return Arg(v.i != 0);
-    case Repr::kInt:
-    case Repr::kUInt:
-      return Arg(v.i);
-    case Repr::kFloat32:
-    case Repr::kFloat64:
-    case Repr::kNarrow:
-      return Arg(v.f);
-    default:
-      return Arg::pointer(reinterpret_cast<void*>(v.u));
-  }
-}
-
 Scalar from_arg(Exec& ex, const TypeInfo& t, const Arg& a) {
   switch (a.kind()) {
     case Arg::Kind::kNone:
@@ -466,6 +450,22 @@ CExprPtr make_packed_call_node(DataType t, bool cpacked, std::string symbol,
 }
 CExprPtr make_function_call_node(DataType t, std::string callee, std::vector<CExprPtr> args) {
   return std::make_unique<FunctionCallNode>(t, std::move(callee), std::move(args));
+}
+
+Arg to_arg(const TypeInfo& t, const Scalar& v) {
+  switch (t.repr) {
+    case Repr::kBool:
+      return Arg(v.i != 0);
+    case Repr::kInt:
+    case Repr::kUInt:
+      return Arg(v.i);
+    case Repr::kFloat32:
+    case Repr::kFloat64:
+    case Repr::kNarrow:
+      return Arg(v.f);
+    default:
+      return Arg::pointer(reinterpret_cast<void*>(v.u));
+  }
 }
 
 }  // namespace primjit::jit::emu

@@ -284,26 +284,6 @@ Arg result_of(const PJValue& v) {
   }
 }
 
-Arg result_of(DataType t, const Scalar& v) {
-  TypeInfo ti(t);
-  switch (ti.repr) {
-    case Repr::kBool:
-      return Arg(v.i != 0);
-    case Repr::kInt:
-    case Repr::kUInt:
-      return Arg(v.i);
-    case Repr::kFloat32:
-    case Repr::kFloat64:
-    case Repr::kNarrow:
-      return Arg(v.f);
-    case Repr::kHandle:
-      return Arg::pointer(reinterpret_cast<void*>(v.u));
-    case Repr::kVoid:
-      break;
-  }
-  return Arg();
-}
-
 // A user argument as the value of parameter `param` (type `t`).
 Scalar user_value(Session& session, const CompiledFunction& f, size_t i, const Arg& a) {
   const Var& p = f.func->params[i];
@@ -421,7 +401,7 @@ std::optional<Arg> Interpreter::run(const std::string& name, std::span<const Arg
   for (size_t i = 0; i < args.size(); ++i) values.push_back(user_value(session, f, i, args[i]));
   Scalar ret = call_function(host, f, values, nullptr);
   if (f.func->ret_type.is_void()) return std::nullopt;
-  return result_of(f.func->ret_type, ret);
+  return to_arg(TypeInfo(f.func->ret_type), ret);
 }
 
 }  // namespace primjit::jit::emu

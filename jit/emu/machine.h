@@ -235,6 +235,8 @@ void bind_params(Exec& ex, const CompiledFunction& f, std::span<const Scalar> ar
 
 /// A compact text of a statement for messages: its first line.
 std::string stmt_text(const Stmt& stmt);
+/// A value of type `t` as an Arg (an extern call's argument, a function's result).
+Arg to_arg(const TypeInfo& t, const Scalar& v);
 
 /// Compiles a function (compiler.cc).
 std::unique_ptr<CompiledFunction> compile_function(const Program& program, const std::string& name,
