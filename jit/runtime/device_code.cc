@@ -61,6 +61,16 @@ class CudaKernel : public KernelHandle {
         max_dynamic_shared_(max_dynamic_shared) {}
 
   int32_t launch(const int64_t* launch, void** args) noexcept override {
+    // The primary context must be current on the calling thread (once per thread).
+    thread_local const CudaDriver* current_for = nullptr;
+    if (current_for != &driver_) {
+      try {
+        driver_.make_current(0);
+      } catch (const std::exception& e) {
+        return fail(e.what());
+      }
+      current_for = &driver_;
+    }
     Dim3 grid, block;
     int64_t dyn = 0;
     for (size_t i = 0; i < slots_.size(); ++i) {

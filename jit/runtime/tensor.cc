@@ -136,9 +136,11 @@ Tensor Tensor::to(DLDevice device) const {
   if (from_host && to_host) {
     std::memcpy(out.dl()->data, src, bytes);
   } else if (from_host) {
+    jit::CudaDriver::get().make_current(device.device_id);
     jit::CudaDriver::get().copy_to_device(reinterpret_cast<jit::DevicePtr>(out.dl()->data), src,
                                           bytes);
   } else if (to_host) {
+    jit::CudaDriver::get().make_current(this->device().device_id);
     jit::CudaDriver::get().copy_to_host(out.dl()->data, reinterpret_cast<jit::DevicePtr>(src),
                                         bytes);
   } else {
