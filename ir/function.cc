@@ -75,6 +75,12 @@ std::string PrimFuncNode::global_symbol() const {
   return value != nullptr && value->is_string() ? value->as_string() : "";
 }
 
+CallingConv PrimFuncNode::calling_conv() const {
+  const AttrValue* value = attr("calling_conv");
+  return value != nullptr && value->is_int() ? static_cast<CallingConv>(value->as_int())
+                                             : CallingConv::kDefault;
+}
+
 IRModule IRModule::make(std::vector<std::pair<GlobalVar, PrimFunc>> functions) {
   for (const auto& [gvar, func] : functions) {
     PRIMJIT_USER_CHECK(gvar.defined() && func.defined()) << "a module entry is undefined";

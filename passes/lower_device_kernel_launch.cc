@@ -211,15 +211,13 @@ IRModule lower_device_kernel_launch(const IRModule& module) {
     LaunchParamCollector collector;
     collector.visit_stmt(func->body);
     KernelInfo info = collector.finish();
-    const AttrValue* conv = func->attr("calling_conv");
     bool has_launch = false;
     for (const std::string& tag : info.launch_params) has_launch |= tag != kDynSharedTag;
     Target t = func->target();
     // Only a device function without host is a kernel by its launches: a host function
     // (llvm, or a device target with a host) or one without target is not split yet.
     bool is_device_only = t.defined() && t->is_device() && !t->host.defined();
-    info.is_kernel = (has_launch && is_device_only) ||
-                     (conv != nullptr && conv->is_int() && conv->as_int() == 2);
+    info.is_kernel = (has_launch && is_device_only) || func->is_kernel();
     if (t.defined()) info.target = Target::make(t->kind, t->arch);
     std::string symbol = func->global_symbol();
     info.symbol = symbol.empty() ? gvar->name : symbol;
@@ -246,10 +244,11 @@ IRModule lower_device_kernel_launch(const IRModule& module) {
       info.check_launchable(name);
       AttrValue::Array tags;
       for (const std::string& tag : info.launch_params) tags.push_back(AttrValue(tag));
-      updated = without_returns(name, updated)
-                    .with_attr("calling_conv", AttrValue(2))
-                    .with_attr("tirx.kernel_launch_params", AttrValue(tags))
-                    .with_attr("global_symbol", AttrValue(info.symbol));
+      updated =
+          without_returns(name, updated)
+              .with_attr("calling_conv", AttrValue(static_cast<int>(CallingConv::kKernelLaunch)))
+              .with_attr("tirx.kernel_launch_params", AttrValue(tags))
+              .with_attr("global_symbol", AttrValue(info.symbol));
     } else if (is_extern && func->global_symbol().empty()) {
       updated = updated.with_attr("global_symbol", AttrValue(name));
     }

@@ -235,7 +235,7 @@ class ArgumentDecoder {
            "dimension of some buffer parameter, or be a parameter itself";
 
     Attrs attrs = func_->attrs;
-    attrs["calling_conv"] = AttrValue(1);
+    attrs["calling_conv"] = AttrValue(static_cast<int>(CallingConv::kPacked));
     attrs["target"] = AttrValue(host);
     return PrimFunc::make({self, args, num_args, result}, {}, new_body, DataType::Int(32),
                           std::move(attrs));
@@ -480,9 +480,7 @@ class ArgumentDecoder {
 };
 
 bool needs_packed_api(const PrimFunc& func, const std::string& name) {
-  if (const AttrValue* cc = func->attr("calling_conv"); cc != nullptr && cc->is_int()) {
-    if (cc->as_int() != 0) return false;
-  }
+  if (func->calling_conv() != CallingConv::kDefault) return false;
   if (func->global_symbol().empty()) return false;
   Target target = func->target();
   PRIMJIT_USER_CHECK(target.defined())

@@ -101,7 +101,7 @@ class HostDeviceSplitter : public StmtExprMutator {
 
     std::string name = fresh_name();
     Attrs attrs = {{"target", AttrValue(target)},
-                   {"calling_conv", AttrValue(2)},
+                   {"calling_conv", AttrValue(static_cast<int>(CallingConv::kKernelLaunch))},
                    {"global_symbol", AttrValue(name)},
                    {"tirx.noalias", AttrValue(true)}};
     if (target->kind != "emu") {

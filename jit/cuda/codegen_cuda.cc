@@ -1309,16 +1309,11 @@ bool is_cuda(const PrimFunc& f) {
   return t.defined() && t->kind == "cuda";
 }
 
-int calling_conv(const PrimFunc& f) {
-  const AttrValue* cc = f->attr("calling_conv");
-  return cc != nullptr && cc->is_int() ? static_cast<int>(cc->as_int()) : 0;
-}
-
-bool is_kernel(const PrimFunc& f) { return is_cuda(f) && calling_conv(f) == 2; }
+bool is_kernel(const PrimFunc& f) { return is_cuda(f) && f->is_kernel(); }
 
 // A cuda function without a host target that is neither a kernel nor a packed entry point.
 bool is_device_function(const PrimFunc& f) {
-  return is_cuda(f) && !f->target()->host.defined() && calling_conv(f) == 0;
+  return is_cuda(f) && !f->target()->host.defined() && f->calling_conv() == CallingConv::kDefault;
 }
 
 std::string symbol_of(const std::string& name, const PrimFunc& f) {

@@ -446,9 +446,7 @@ CStmtPtr Compiler::stmt(const Stmt& s) {
 std::unique_ptr<CompiledFunction> Compiler::compile() {
   out_->name = name;
   out_->func = func;
-  if (const AttrValue* cc = func->attr("calling_conv"); cc != nullptr && cc->is_int()) {
-    out_->calling_conv = static_cast<int>(cc->as_int());
-  }
+  out_->calling_conv = static_cast<int>(func->calling_conv());
   if (const AttrValue* lp = func->attr("tirx.kernel_launch_params");
       lp != nullptr && lp->is_array()) {
     for (const AttrValue& v : lp->as_array()) {

@@ -349,7 +349,7 @@ std::string compare(const Inputs& inputs, const RunResult& before, const RunResu
 
 // Why a function is no entry point for users, or "".
 std::string not_callable(const PrimFunc& func) {
-  if (const AttrValue* cc = func->attr("calling_conv"); cc && cc->is_int() && cc->as_int() == 2) {
+  if (func->is_kernel()) {
     return "a kernel (calling_conv 2); it runs when its caller launches it";
   }
   Target t = func->target();

@@ -766,10 +766,8 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
     PRIMJIT_USER_CHECK(symbol != nullptr) << "T.call_packed needs the callee's name first";
     PrimFunc kernel;
     for (const auto& [gvar, func] : m_.ir->functions) {
-      const AttrValue* cc = func->attr("calling_conv");
-      bool is_kernel = cc != nullptr && cc->is_int() && cc->as_int() == 2;
       std::string sym = func->global_symbol().empty() ? gvar->name : func->global_symbol();
-      if (is_kernel && sym == symbol->value) kernel = func;
+      if (func->is_kernel() && sym == symbol->value) kernel = func;
     }
     PRIMJIT_USER_CHECK(kernel.defined())
         << "host code generation: T.call_packed(\"" << symbol->value
@@ -973,15 +971,6 @@ llvm::Type* scalar_type(llvm::LLVMContext& ctx, DataType t) {
   return llvm::Type::getIntNTy(ctx, t.bits());
 }
 
-bool is_kernel(const PrimFunc& f) {
-  const AttrValue* cc = f->attr("calling_conv");
-  return cc != nullptr && cc->is_int() && cc->as_int() == 2;
-}
-bool is_packed(const PrimFunc& f) {
-  const AttrValue* cc = f->attr("calling_conv");
-  return cc != nullptr && cc->is_int() && cc->as_int() == 1;
-}
-
 }  // namespace
 
 HostModule::HostModule() = default;
@@ -1001,9 +990,9 @@ HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix
   // Declarations first, so functions can call each other in any order.
   std::vector<std::pair<PrimFunc, llvm::Function*>> bodies;
   for (const auto& [gvar, func] : module->functions) {
-    if (is_kernel(func)) continue;
+    if (func->is_kernel()) continue;
     llvm::Function* f = nullptr;
-    if (is_packed(func)) {
+    if (func->is_packed()) {
       auto* type = llvm::FunctionType::get(
           types.getInt32Ty(),
           {types.getPtrTy(), types.getPtrTy(), types.getInt32Ty(), types.getPtrTy()}, false);

@@ -28,6 +28,13 @@ class PrimFunc : public Ref<PrimFuncNode> {
   PrimFunc without_attr(const std::string& key) const;
 };
 
+/// The "calling_conv" attribute: how a function is called once lowered.
+enum class CallingConv : int {
+  kDefault = 0,       // a plain function (signature as written)
+  kPacked = 1,        // MakePackedAPI's packed entry point (primjit/abi.h)
+  kKernelLaunch = 2,  // a device kernel, launched by its host caller
+};
+
 class PrimFuncNode : public Object {
  public:
   static constexpr NodeKind kKind = NodeKind::kPrimFunc;
@@ -44,6 +51,10 @@ class PrimFuncNode : public Object {
   Target target() const;
   /// The "global_symbol" attribute, or "".
   std::string global_symbol() const;
+  /// The "calling_conv" attribute; kDefault when absent.
+  CallingConv calling_conv() const;
+  bool is_kernel() const { return calling_conv() == CallingConv::kKernelLaunch; }
+  bool is_packed() const { return calling_conv() == CallingConv::kPacked; }
 
   PrimFuncNode(std::vector<Var> params, std::vector<std::pair<Var, Buffer>> buffer_map, Stmt body,
                DataType ret_type, Attrs attrs)
