@@ -187,6 +187,15 @@ DeviceInfo CudaDriver::device_info(int ordinal) const {
   return info;
 }
 
+namespace {
+// The driver whose primary context this thread made current (contexts are per thread).
+thread_local const CudaDriver* t_current_driver = nullptr;
+}  // namespace
+
+void CudaDriver::ensure_current() {
+  if (t_current_driver != this) make_current(0);
+}
+
 void CudaDriver::make_current(int ordinal) {
   std::lock_guard<std::mutex> lock(api_->context_mutex);
   auto it = api_->contexts.find(ordinal);
@@ -198,31 +207,40 @@ void CudaDriver::make_current(int ordinal) {
     it = api_->contexts.emplace(ordinal, context).first;
   }
   api_->check(api_->cuCtxSetCurrent(it->second), "cuCtxSetCurrent");
+  t_current_driver = this;
 }
 
 DevicePtr CudaDriver::alloc(size_t bytes) {
+  ensure_current();
   CUdeviceptr pointer = 0;
   api_->check(api_->cuMemAlloc(&pointer, bytes), "cuMemAlloc");
   return pointer;
 }
 
-void CudaDriver::free(DevicePtr pointer) { api_->check(api_->cuMemFree(pointer), "cuMemFree"); }
+void CudaDriver::free(DevicePtr pointer) {
+  ensure_current();
+  api_->check(api_->cuMemFree(pointer), "cuMemFree");
+}
 
 void CudaDriver::copy_to_device(DevicePtr destination, const void* source, size_t bytes) {
+  ensure_current();
   api_->check(api_->cuMemcpyHtoD(destination, source, bytes), "cuMemcpyHtoD");
 }
 
 void CudaDriver::copy_to_host(void* destination, DevicePtr source, size_t bytes) {
+  ensure_current();
   api_->check(api_->cuMemcpyDtoH(destination, source, bytes), "cuMemcpyDtoH");
 }
 
 CUmod_st* CudaDriver::load_module(const std::string& image) {
+  ensure_current();
   CUmodule module = nullptr;
   api_->check(api_->cuModuleLoadData(&module, image.data()), "cuModuleLoadData");
   return module;
 }
 
 void CudaDriver::unload_module(CUmod_st* module) {
+  ensure_current();
   api_->check(api_->cuModuleUnload(module), "cuModuleUnload");
 }
 
@@ -236,6 +254,7 @@ CUfunc_st* CudaDriver::function(CUmod_st* module, const std::string& name) {
 
 void CudaDriver::launch(CUfunc_st* function, Dim3 grid, Dim3 block, unsigned dynamic_shared_bytes,
                         void** args, CUstream_st* stream) {
+  ensure_current();
   api_->check(api_->cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                    dynamic_shared_bytes, stream, args, nullptr),
               "cuLaunchKernel");
@@ -250,6 +269,14 @@ void CudaDriver::set_max_dynamic_shared(CUfunc_st* function, int bytes) {
 bool CudaDriver::try_launch(CUfunc_st* function, Dim3 grid, Dim3 block,
                             unsigned dynamic_shared_bytes, void** args, CUstream_st* stream,
                             std::string* error) noexcept {
+  if (t_current_driver != this) {
+    try {
+      make_current(0);
+    } catch (const std::exception& e) {
+      *error = e.what();
+      return false;
+    }
+  }
   CUresult result = api_->cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y,
                                          block.z, dynamic_shared_bytes, stream, args, nullptr);
   if (result == CUDA_SUCCESS) return true;
@@ -260,6 +287,9 @@ bool CudaDriver::try_launch(CUfunc_st* function, Dim3 grid, Dim3 block,
   return false;
 }
 
-void CudaDriver::synchronize() { api_->check(api_->cuCtxSynchronize(), "cuCtxSynchronize"); }
+void CudaDriver::synchronize() {
+  ensure_current();
+  api_->check(api_->cuCtxSynchronize(), "cuCtxSynchronize");
+}
 
 }  // namespace primjit::jit

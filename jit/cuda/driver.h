@@ -56,6 +56,8 @@ class CudaDriver {
   DeviceInfo device_info(int ordinal) const;
 
   /// Retains device `ordinal`'s primary context (once) and makes it current on this thread.
+  /// The calls below that need a context make device 0's current themselves on a thread that
+  /// has none of this driver's yet.
   void make_current(int ordinal = 0);
 
   DevicePtr alloc(size_t bytes);
@@ -80,6 +82,7 @@ class CudaDriver {
 
  private:
   struct Api;
+  void ensure_current();
   explicit CudaDriver(std::unique_ptr<Api> api);
   std::unique_ptr<Api> api_;
 };

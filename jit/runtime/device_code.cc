@@ -24,8 +24,7 @@ double ms_since(Clock::time_point start) {
 
 bool has_kernels(const IRModule& lowered) {
   for (const auto& [gvar, func] : lowered->functions) {
-    const AttrValue* cc = func->attr("calling_conv");
-    if (cc != nullptr && cc->is_int() && cc->as_int() == 2) return true;
+    if (func->is_kernel()) return true;
   }
   return false;
 }
@@ -61,16 +60,6 @@ class CudaKernel : public KernelHandle {
         max_dynamic_shared_(max_dynamic_shared) {}
 
   int32_t launch(const int64_t* launch, void** args) noexcept override {
-    // The primary context must be current on the calling thread (once per thread).
-    thread_local const CudaDriver* current_for = nullptr;
-    if (current_for != &driver_) {
-      try {
-        driver_.make_current(0);
-      } catch (const std::exception& e) {
-        return fail(e.what());
-      }
-      current_for = &driver_;
-    }
     Dim3 grid, block;
     int64_t dyn = 0;
     for (size_t i = 0; i < slots_.size(); ++i) {

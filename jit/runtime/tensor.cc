@@ -19,7 +19,11 @@ struct Tensor::Impl {
   ~Impl() {
     if (managed != nullptr && managed->deleter != nullptr) managed->deleter(managed);
     if (device_memory != 0) {
-      if (jit::CudaDriver* driver = jit::CudaDriver::try_get()) driver->free(device_memory);
+      try {
+        if (jit::CudaDriver* driver = jit::CudaDriver::try_get()) driver->free(device_memory);
+      } catch (const std::exception&) {
+        // A destructor must not throw; the driver has already failed, nothing to recover.
+      }
     }
   }
 };
@@ -136,11 +140,9 @@ Tensor Tensor::to(DLDevice device) const {
   if (from_host && to_host) {
     std::memcpy(out.dl()->data, src, bytes);
   } else if (from_host) {
-    jit::CudaDriver::get().make_current(device.device_id);
     jit::CudaDriver::get().copy_to_device(reinterpret_cast<jit::DevicePtr>(out.dl()->data), src,
                                           bytes);
   } else if (to_host) {
-    jit::CudaDriver::get().make_current(this->device().device_id);
     jit::CudaDriver::get().copy_to_host(out.dl()->data, reinterpret_cast<jit::DevicePtr>(src),
                                         bytes);
   } else {
