@@ -296,6 +296,20 @@ std::string dim_name(const Kernel::State& k, size_t param, size_t dim) {
 }
 
 // Why a new key compiles: the dimensions that differ from the closest earlier variant.
+// Walks the layout build_key writes: for each tensor parameter i, f(i, -1, pos) at its dtype
+// entry, then f(i, d, pos) for each dimension d.
+template <typename F>
+void for_each_key_entry(const Kernel::State& k, const std::vector<int64_t>& key, F&& f) {
+  size_t pos = 0;
+  for (size_t i = 0; i < k.params.size() && pos + 1 < key.size(); ++i) {
+    if (!k.params[i].buffer.defined()) continue;
+    f(i, -1, pos);
+    size_t ndim = static_cast<size_t>(key[pos + 1]);
+    pos += 2;
+    for (size_t d = 0; d < ndim && pos < key.size(); ++d, ++pos) f(i, static_cast<int>(d), pos);
+  }
+}
+
 std::string compile_reason(const Kernel::State& k, const std::vector<int64_t>& key) {
   if (k.compiled_keys.empty()) return "first call";
   const std::vector<int64_t>* best = nullptr;
@@ -310,24 +324,27 @@ std::string compile_reason(const Kernel::State& k, const std::vector<int64_t>& k
     }
   }
   if (best == nullptr) return "new dtype or rank";
-  // Walk the key layout again to name the positions.
   std::string out;
-  size_t pos = 0;
-  for (size_t i = 0; i < k.params.size(); ++i) {
-    if (!k.params[i].buffer.defined()) continue;
-    if ((*best)[pos] != key[pos]) out += (out.empty() ? "" : ", ") + k.params[i].name + ".dtype";
-    size_t ndim = static_cast<size_t>(key[pos + 1]);
-    pos += 2;
-    for (size_t d = 0; d < ndim && pos < key.size(); ++d, ++pos) {
-      if ((*best)[pos] == key[pos]) continue;
-      auto text = [](int64_t v) {
-        return v == kSymbolic ? std::string("symbolic") : std::to_string(v);
-      };
-      out += (out.empty() ? "" : ", ") + dim_name(k, i, d) + ": " + text((*best)[pos]) + " -> " +
-             text(key[pos]);
-    }
-  }
+  auto text = [](int64_t v) {
+    return v == kSymbolic ? std::string("symbolic") : std::to_string(v);
+  };
+  for_each_key_entry(k, key, [&](size_t i, int d, size_t pos) {
+    if ((*best)[pos] == key[pos]) return;
+    out += out.empty() ? "" : ", ";
+    out += d < 0 ? k.params[i].name + ".dtype"
+                 : dim_name(k, i, static_cast<size_t>(d)) + ": " + text((*best)[pos]) + " -> " +
+                       text(key[pos]);
+  });
   return out.empty() ? "new signature" : out;
+}
+
+void add_times(Kernel::State& k, const StageTimes& t) {
+  std::lock_guard<std::mutex> lock(k.mutex);
+  k.times.passes_ms += t.passes_ms;
+  k.times.host_ms += t.host_ms;
+  k.times.device_codegen_ms += t.device_codegen_ms;
+  k.times.device_compile_ms += t.device_compile_ms;
+  k.times.load_ms += t.load_ms;
 }
 
 // PRIMJIT_DUMP_IR=DIR: each variant's passes go to DIR/<kernel>.vN/NN_<pass>.tir.
@@ -372,9 +389,7 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
     variant->interpreter = std::make_unique<jit::emu::Interpreter>(lowered);
     variant->function = k.name;
     times.load_ms = ms_since(start);
-    std::lock_guard<std::mutex> lock(k.mutex);
-    k.times.passes_ms += times.passes_ms;
-    k.times.load_ms += times.load_ms;
+    add_times(k, times);
     return variant;
   }
   // Device code (NVRTC, module load) and host code (LLVM, ORC) compile at the same time. A
@@ -410,12 +425,7 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
     return it == device->kernels.end() ? nullptr : it->second.get();
   });
 
-  std::lock_guard<std::mutex> lock(k.mutex);
-  k.times.passes_ms += times.passes_ms;
-  k.times.host_ms += times.host_ms;
-  k.times.device_codegen_ms += times.device_codegen_ms;
-  k.times.device_compile_ms += times.device_compile_ms;
-  k.times.load_ms += times.load_ms;
+  add_times(k, times);
   return variant;
 }
 
@@ -640,6 +650,13 @@ PJValue Kernel::call(std::span<const Arg> args) const {
   std::vector<int64_t> full_key(key.data(), key.data() + key.size);
   std::string reason;
   std::set<std::pair<size_t, size_t>> symbolic;
+  // The key after the policy changed what is symbolic.
+  auto rekey = [&](bool all_dynamic) {
+    KeyBuffer again;
+    build_key(k, args, all_dynamic, symbolic, &again);
+    full_key.assign(again.data(), again.data() + again.size);
+    hash = again.hash(k.fingerprint);
+  };
   {
     std::lock_guard<std::mutex> lock(k.mutex);
     dynamic = dynamic || k.fell_back;
@@ -664,10 +681,7 @@ PJValue Kernel::call(std::span<const Arg> args) const {
       }
       if (changed) {
         symbolic = k.symbolic;
-        KeyBuffer again;
-        build_key(k, args, false, symbolic, &again);
-        full_key.assign(again.data(), again.data() + again.size);
-        hash = again.hash(k.fingerprint);
+        rekey(false);
       }
     }
     if (!dynamic && static_cast<int>(k.compiled_keys.size()) >= k.options.recompile_limit) {
@@ -676,13 +690,9 @@ PJValue Kernel::call(std::span<const Arg> args) const {
       size_t most = 0;
       std::map<std::pair<size_t, size_t>, std::set<int64_t>> values;
       for (const auto& old : k.compiled_keys) {
-        size_t pos = 0;
-        for (size_t i = 0; i < k.params.size(); ++i) {
-          if (!k.params[i].buffer.defined()) continue;
-          size_t ndim = static_cast<size_t>(old[pos + 1]);
-          pos += 2;
-          for (size_t d = 0; d < ndim; ++d, ++pos) values[{i, d}].insert(old[pos]);
-        }
+        for_each_key_entry(k, old, [&](size_t i, int d, size_t pos) {
+          if (d >= 0) values[{i, static_cast<size_t>(d)}].insert(old[pos]);
+        });
       }
       for (const auto& [at, vals] : values) {
         if (vals.size() > most) {
@@ -699,10 +709,8 @@ PJValue Kernel::call(std::span<const Arg> args) const {
       }
       k.fell_back = true;
       dynamic = true;
-      KeyBuffer again;
-      build_key(k, args, true, {}, &again);
-      full_key.assign(again.data(), again.data() + again.size);
-      hash = again.hash(k.fingerprint);
+      symbolic.clear();
+      rekey(true);
       PRIMJIT_LOG_INFO << "kernel '" << k.name << "': recompile limit reached (" << culprit
                        << "); falling back to the dynamic variant";
     }
