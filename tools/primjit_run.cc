@@ -175,10 +175,7 @@ class HostValues {
     }
     if (t.is_bfloat16()) return put(pj::fp::float_to_bfloat16_bits(static_cast<float>(v)));
     if (t.is_float8()) {
-      const pj::fp::Format& f = t.code() == pj::DataType::Code::kFloat8E4M3FN
-                                    ? pj::fp::kFloat8E4M3FN
-                                    : pj::fp::kFloat8E5M2;
-      return put(static_cast<uint8_t>(pj::fp::encode(f, static_cast<float>(v))));
+      return put(static_cast<uint8_t>(pj::fp::encode(narrow_format(t), static_cast<float>(v))));
     }
     int64_t x = static_cast<int64_t>(v);
     switch (t.bits()) {
@@ -195,48 +192,22 @@ class HostValues {
 
   // The value as text: integers exactly, floats with enough digits to read back.
   std::string get(int64_t i) const {
-    const uint8_t* p = tensor_.data<uint8_t>() + i * dtype_.element_of().bytes();
     pj::DataType t = dtype_.element_of();
+    if (t.is_bool()) return load<uint8_t>(i) != 0 ? "1" : "0";
+    if (t.is_int()) return std::to_string(int_at(i));
+    if (t.is_uint()) return std::to_string(uint_at(i));
     char buf[64];
-    auto load = [&](auto x) {
-      std::memcpy(&x, p, sizeof(x));
-      return x;
-    };
-    if (t.is_bool()) return load(uint8_t{}) != 0 ? "1" : "0";
-    double f = 0;
-    bool is_float = true;
-    if (t.is_float()) {
-      f = t.bits() == 16   ? static_cast<double>(load(_Float16{}))
-          : t.bits() == 32 ? static_cast<double>(load(float{}))
-                           : load(double{});
-    } else if (t.is_bfloat16()) {
-      f = pj::fp::bfloat16_bits_to_float(load(uint16_t{}));
-    } else if (t.is_float8()) {
-      f = pj::fp::decode(t.code() == pj::DataType::Code::kFloat8E4M3FN ? pj::fp::kFloat8E4M3FN
-                                                                       : pj::fp::kFloat8E5M2,
-                         load(uint8_t{}));
-    } else {
-      is_float = false;
-    }
-    if (is_float) {
-      std::snprintf(buf, sizeof(buf), "%.9g", f);
-      return buf;
-    }
-    if (t.is_int()) {
-      int64_t x = t.bits() == 8    ? load(int8_t{})
-                  : t.bits() == 16 ? load(int16_t{})
-                  : t.bits() == 32 ? load(int32_t{})
-                                   : load(int64_t{});
-      return std::to_string(x);
-    }
-    uint64_t x = t.bits() == 8    ? load(uint8_t{})
-                 : t.bits() == 16 ? load(uint16_t{})
-                 : t.bits() == 32 ? load(uint32_t{})
-                                  : load(uint64_t{});
-    return std::to_string(x);
+    std::snprintf(buf, sizeof(buf), "%.9g", float_at(i));
+    return buf;
   }
 
-  double value(int64_t i) const { return std::stod(get(i)); }
+  double value(int64_t i) const {
+    pj::DataType t = dtype_.element_of();
+    if (t.is_bool()) return load<uint8_t>(i) != 0 ? 1 : 0;
+    if (t.is_int()) return static_cast<double>(int_at(i));
+    if (t.is_uint()) return static_cast<double>(uint_at(i));
+    return float_at(i);
+  }
 
   void fill(const std::string& init, uint32_t seed) {
     std::mt19937 rng(seed);
@@ -255,6 +226,49 @@ class HostValues {
   }
 
  private:
+  template <typename T>
+  T load(int64_t i) const {
+    T x;
+    std::memcpy(&x, tensor_.data<uint8_t>() + i * dtype_.element_of().bytes(), sizeof(x));
+    return x;
+  }
+  int64_t int_at(int64_t i) const {
+    switch (dtype_.bits()) {
+      case 8:
+        return load<int8_t>(i);
+      case 16:
+        return load<int16_t>(i);
+      case 32:
+        return load<int32_t>(i);
+      default:
+        return load<int64_t>(i);
+    }
+  }
+  uint64_t uint_at(int64_t i) const {
+    switch (dtype_.bits()) {
+      case 8:
+        return load<uint8_t>(i);
+      case 16:
+        return load<uint16_t>(i);
+      case 32:
+        return load<uint32_t>(i);
+      default:
+        return load<uint64_t>(i);
+    }
+  }
+  double float_at(int64_t i) const {
+    pj::DataType t = dtype_.element_of();
+    if (t.is_bfloat16()) return pj::fp::bfloat16_bits_to_float(load<uint16_t>(i));
+    if (t.is_float8()) return pj::fp::decode(narrow_format(t), load<uint8_t>(i));
+    if (t.bits() == 16) return static_cast<double>(load<_Float16>(i));
+    if (t.bits() == 32) return load<float>(i);
+    return load<double>(i);
+  }
+  static const pj::fp::Format& narrow_format(pj::DataType t) {
+    return t.code() == pj::DataType::Code::kFloat8E4M3FN ? pj::fp::kFloat8E4M3FN
+                                                         : pj::fp::kFloat8E5M2;
+  }
+
   pj::DataType dtype_;
   pj::Tensor tensor_;
 };

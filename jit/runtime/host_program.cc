@@ -32,7 +32,8 @@ void ensure_runtime(OrcEngine& engine) {
 
 HostProgram::HostProgram(OrcEngine& engine, const IRModule& lowered) : engine_(engine) {
   ensure_runtime(engine);
-  std::string suffix = unique_suffix();
+  suffix_ = unique_suffix();
+  const std::string& suffix = suffix_;
   HostModule host = codegen_llvm(lowered, suffix);
   key_ = engine.add_module(std::move(host.module), std::move(host.context));
   try {
@@ -41,8 +42,7 @@ HostProgram::HostProgram(OrcEngine& engine, const IRModule& lowered) : engine_(e
       kernel_slots_.emplace_back(kernel, static_cast<KernelHandle**>(slot));
     }
     for (const auto& [gvar, func] : lowered->functions) {
-      const AttrValue* cc = func->attr("calling_conv");
-      if (cc == nullptr || !cc->is_int() || cc->as_int() != 1) continue;
+      if (!func->is_packed()) continue;
       functions_[gvar->name] =
           reinterpret_cast<PJPackedFunc>(engine.lookup(func->global_symbol() + suffix));
     }

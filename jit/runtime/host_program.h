@@ -36,10 +36,13 @@ class HostProgram {
 
   /// The packed entry point of the module's function `name` (its IR name).
   PJPackedFunc function(const std::string& name) const;
+  /// What this program appends to every symbol it defines (e.g. "main" links as "main.pj7").
+  const std::string& symbol_suffix() const { return suffix_; }
 
  private:
   OrcEngine& engine_;
   OrcEngine::ModuleKey key_;
+  std::string suffix_;
   std::map<std::string, PJPackedFunc> functions_;
   std::vector<std::pair<std::string, KernelHandle**>> kernel_slots_;  // launched kernels
 };

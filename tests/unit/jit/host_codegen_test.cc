@@ -328,7 +328,10 @@ TEST(HostCodegen, UnloadingFreesTheVariant) {
   auto program = std::make_unique<HostProgram>(engine(), lower(kVectorAdd));
   PJPackedFunc fn = program->function("vadd");
   EXPECT_NE(fn, nullptr);
+  std::string symbol = "vadd" + program->symbol_suffix();
+  EXPECT_EQ(engine().lookup(symbol), reinterpret_cast<void*>(fn));
   program.reset();
+  EXPECT_ERROR_CONTAINS(engine().lookup(symbol), "is not defined in the JIT session");
   EXPECT_ERROR_CONTAINS(HostProgram(engine(), lower(kVectorAdd)).function("nope"),
                         "no packed host function 'nope'");
 }
