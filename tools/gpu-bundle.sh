@@ -13,7 +13,8 @@ verify=0
 if [ "${1:-}" = --verify ]; then verify=1; shift; fi
 out=${1:-gpu-bundle}
 programs=(primjit_ir_tests primjit_structural_tests primjit_text_tests primjit_jit_tests primjit_emu_tests
-          bench_compile_latency bench_dispatch bench_host_codegen toolchain_demo jit_demo primjit-run)
+          bench_compile_latency bench_dispatch bench_host_codegen bench_compile bench_launch bench_kernels
+          toolchain_demo jit_demo primjit-run)
 limit=$((64 * 1024 * 1024))
 
 bash tools/build.sh gpu-bundle --target "${programs[@]}"
@@ -76,7 +77,7 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   [ -n "${OUT:-}" ] && json=(--benchmark_out="$OUT/bench_compile_latency.json" --benchmark_out_format=json)
   step "$here/bin/bench_compile_latency" --benchmark_repetitions=3 \
        --benchmark_report_aggregates_only=true "${json[@]}"
-  for b in bench_dispatch bench_host_codegen; do
+  for b in bench_launch bench_kernels bench_compile bench_dispatch bench_host_codegen; do
     json=()
     [ -n "${OUT:-}" ] && json=(--benchmark_out="$OUT/$b.json" --benchmark_out_format=json)
     step "$here/bin/$b" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true "${json[@]}"

@@ -135,6 +135,8 @@ class Kernel {
   const PrimFunc& function() const;
   /// The target variants are compiled for.
   const Target& target() const;
+  /// The options the kernel was made with (target as given, possibly undefined).
+  const KernelOptions& options() const;
 
   struct State;
 

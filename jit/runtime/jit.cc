@@ -789,5 +789,6 @@ KernelStats Kernel::stats() const {
 
 const PrimFunc& Kernel::function() const { return state_->original; }
 const Target& Kernel::target() const { return state_->target; }
+const KernelOptions& Kernel::options() const { return state_->options; }
 
 }  // namespace primjit

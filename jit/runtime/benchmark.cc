@@ -1,0 +1,1 @@
+// Kernel::benchmark: timing cached calls (issue #14). Placeholder.

@@ -1,0 +1,1 @@
+// Kernel::benchmark tests (issue #14). Placeholder.
