@@ -36,7 +36,15 @@ namespace {
   X(cuMemAlloc, 3020)                 \
   X(cuMemFree, 3020)                  \
   X(cuMemcpyHtoD, 3020)               \
-  X(cuMemcpyDtoH, 3020)
+  X(cuMemcpyDtoH, 3020)               \
+  X(cuMemcpyDtoDAsync, 3020)          \
+  X(cuMemsetD8Async, 3020)            \
+  X(cuEventCreate, 2000)              \
+  X(cuEventDestroy, 4000)             \
+  X(cuEventRecord, 2000)              \
+  X(cuEventSynchronize, 2000)         \
+  X(cuEventElapsedTime, 2000)         \
+  X(cuStreamSynchronize, 2000)
 
 constexpr const char* kNoDriver = "no CUDA driver: ";
 constexpr const char* kHint =
@@ -184,6 +192,8 @@ DeviceInfo CudaDriver::device_info(int ordinal) const {
       attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "cuDeviceGetAttribute");
   info.max_shared_per_block_optin = static_cast<size_t>(
       attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "cuDeviceGetAttribute"));
+  info.l2_cache_bytes =
+      static_cast<size_t>(attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "cuDeviceGetAttribute"));
   return info;
 }
 
@@ -230,6 +240,49 @@ void CudaDriver::copy_to_device(DevicePtr destination, const void* source, size_
 void CudaDriver::copy_to_host(void* destination, DevicePtr source, size_t bytes) {
   ensure_current();
   api_->check(api_->cuMemcpyDtoH(destination, source, bytes), "cuMemcpyDtoH");
+}
+
+void CudaDriver::copy_device_async(DevicePtr destination, DevicePtr source, size_t bytes,
+                                   CUstream_st* stream) {
+  ensure_current();
+  api_->check(api_->cuMemcpyDtoDAsync(destination, source, bytes, stream), "cuMemcpyDtoDAsync");
+}
+
+void CudaDriver::fill_async(DevicePtr destination, unsigned char value, size_t bytes,
+                            CUstream_st* stream) {
+  ensure_current();
+  api_->check(api_->cuMemsetD8Async(destination, value, bytes, stream), "cuMemsetD8Async");
+}
+
+CUevent_st* CudaDriver::create_event() {
+  ensure_current();
+  CUevent event = nullptr;
+  api_->check(api_->cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate");
+  return event;
+}
+
+void CudaDriver::destroy_event(CUevent_st* event) noexcept {
+  if (event != nullptr) api_->cuEventDestroy(event);
+}
+
+void CudaDriver::record_event(CUevent_st* event, CUstream_st* stream) {
+  ensure_current();
+  api_->check(api_->cuEventRecord(event, stream), "cuEventRecord");
+}
+
+void CudaDriver::synchronize_event(CUevent_st* event) {
+  api_->check(api_->cuEventSynchronize(event), "cuEventSynchronize");
+}
+
+float CudaDriver::elapsed_ms(CUevent_st* start, CUevent_st* end) {
+  float ms = 0;
+  api_->check(api_->cuEventElapsedTime(&ms, start, end), "cuEventElapsedTime");
+  return ms;
+}
+
+void CudaDriver::synchronize_stream(CUstream_st* stream) {
+  ensure_current();
+  api_->check(api_->cuStreamSynchronize(stream), "cuStreamSynchronize");
 }
 
 CUmod_st* CudaDriver::load_module(const std::string& image) {

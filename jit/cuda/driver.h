@@ -17,6 +17,7 @@ struct CUctx_st;
 struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
+struct CUevent_st;
 
 namespace primjit::jit {
 
@@ -33,6 +34,7 @@ struct DeviceInfo {
   int cc_minor = 0;
   int multiprocessors = 0;
   size_t max_shared_per_block_optin = 0;
+  size_t l2_cache_bytes = 0;
   int arch() const { return cc_major * 10 + cc_minor; }
 };
 
@@ -64,6 +66,20 @@ class CudaDriver {
   void free(DevicePtr pointer);
   void copy_to_device(DevicePtr destination, const void* source, size_t bytes);
   void copy_to_host(void* destination, DevicePtr source, size_t bytes);
+  /// Stream-ordered device-to-device copy and byte fill (nullptr: the default stream).
+  void copy_device_async(DevicePtr destination, DevicePtr source, size_t bytes,
+                         CUstream_st* stream = nullptr);
+  void fill_async(DevicePtr destination, unsigned char value, size_t bytes,
+                  CUstream_st* stream = nullptr);
+
+  /// Events for timing work on a stream. destroy_event ignores failures (used in cleanup).
+  CUevent_st* create_event();
+  void destroy_event(CUevent_st* event) noexcept;
+  void record_event(CUevent_st* event, CUstream_st* stream = nullptr);
+  void synchronize_event(CUevent_st* event);
+  /// Milliseconds between two recorded, completed events.
+  float elapsed_ms(CUevent_st* start, CUevent_st* end);
+  void synchronize_stream(CUstream_st* stream);
 
   /// Loads a CUBIN or NUL-terminated PTX image into the current context.
   CUmod_st* load_module(const std::string& image);
