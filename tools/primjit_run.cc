@@ -2,16 +2,22 @@
 //
 //   primjit-run FILE [--func NAME] [--target=llvm|cuda|emu] [--policy=exact|dynamic|auto]
 //               --arg NAME=DTYPE[D0,D1,...]:INIT ... [--scalar NAME=VALUE]
-//               [--print NAME] [--checksum NAME] [--bench N]
+//               [--print NAME] [--checksum NAME] [--bench N] [--bench-json FILE]
+//               [--bench-bytes B] [--bench-flops F]
 //
 // Arguments are matched to parameters by buffer or parameter name. INIT is zeros, ones, iota
 // (0, 1, 2, ... in flat order) or random (seeded per argument: floats uniform in [0, 1),
 // integers uniform in [0, 10), bools fair). --print writes a tensor's values one per line in
-// flat order, --checksum their sum; --bench N times N calls of the compiled code and prints
-// the median. With --policy=exact (the default) the shapes of the given arguments are
-// compiled in as constants; dynamic keeps them symbolic (auto behaves as exact for one call).
-#include <algorithm>
-#include <chrono>
+// flat order, --checksum their sum. With --policy=exact (the default) the shapes of the given
+// arguments are compiled in as constants; dynamic keeps them symbolic (auto behaves as exact
+// for one call).
+//
+// --bench N times N cached calls with Kernel::benchmark (after warm-up calls; CUDA events on
+// the GPU) and prints their statistics, ending with "median of N calls: T us".
+// --bench-json FILE writes the statistics as JSON (schema primjit-bench/1, see the README);
+// without --bench, the number of calls is chosen by Kernel::benchmark's time budget.
+// --bench-bytes and --bench-flops give the bytes and floating-point operations of one call,
+// for GB/s and GFLOP/s.
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -28,6 +34,7 @@
 
 #include "jit/cuda/driver.h"
 #include "primjit/abi.h"
+#include "primjit/benchmark.h"
 #include "primjit/dlpack.h"
 #include "primjit/error.h"
 #include "primjit/float_formats.h"
@@ -45,7 +52,13 @@ constexpr const char* kUsage =
     "usage: primjit-run FILE [--func NAME] [--target=llvm|cuda|emu] "
     "[--policy=exact|dynamic|auto]\n"
     "                   --arg NAME=DTYPE[D0,D1,...]:zeros|ones|iota|random ...\n"
-    "                   [--scalar NAME=VALUE] [--print NAME] [--checksum NAME] [--bench N]\n";
+    "                   [--scalar NAME=VALUE] [--print NAME] [--checksum NAME]\n"
+    "                   [--bench N] [--bench-json FILE] [--bench-bytes B] [--bench-flops F]\n"
+    "  --bench N          time N cached calls (after warm-up) and print their statistics\n"
+    "  --bench-json FILE  write the statistics as JSON (without --bench: calls chosen by a\n"
+    "                     time budget)\n"
+    "  --bench-bytes B    bytes one call moves: report GB/s\n"
+    "  --bench-flops F    floating-point operations of one call: report GFLOP/s\n";
 
 struct ArgSpec {
   pj::DataType dtype;
@@ -62,6 +75,9 @@ struct Options {
   std::map<std::string, std::string> scalars;
   std::vector<std::string> print, checksum;
   int bench = 0;
+  std::string bench_json;
+  double bench_bytes = 0;
+  double bench_flops = 0;
 };
 
 int64_t parse_int(const std::string& text, const std::string& what) {
@@ -74,6 +90,19 @@ int64_t parse_int(const std::string& text, const std::string& what) {
   }
   PRIMJIT_USER_CHECK(used == text.size() && !text.empty())
       << what << ": '" << text << "' is not an integer";
+  return v;
+}
+
+double parse_non_negative(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  PRIMJIT_USER_CHECK(used == text.size() && !text.empty() && v >= 0)
+      << what << ": '" << text << "' is not a number >= 0";
   return v;
 }
 
@@ -141,6 +170,13 @@ Options parse_args(int argc, char** argv) {
     } else if (auto v = value("--bench")) {
       o.bench = static_cast<int>(parse_int(*v, "--bench"));
       PRIMJIT_USER_CHECK(o.bench > 0) << "--bench needs a positive count";
+    } else if (auto v = value("--bench-json")) {
+      PRIMJIT_USER_CHECK(!v->empty()) << "--bench-json needs a file name";
+      o.bench_json = *v;
+    } else if (auto v = value("--bench-bytes")) {
+      o.bench_bytes = parse_non_negative(*v, "--bench-bytes");
+    } else if (auto v = value("--bench-flops")) {
+      o.bench_flops = parse_non_negative(*v, "--bench-flops");
     } else if (arg == "-h" || arg == "--help") {
       std::cout << kUsage;
       std::exit(0);
@@ -398,17 +434,21 @@ int main_impl(int argc, char** argv) {
     for (int64_t i = 0; i < t.count(); ++i) sum += t.value(i);
     std::printf("checksum %s: %.17g\n", n.c_str(), sum);
   }
-  if (o.bench > 0) {
-    std::vector<double> times;
-    for (int i = 0; i < o.bench; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      call();
-      times.push_back(
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-              .count());
+  if (o.bench > 0 || !o.bench_json.empty()) {
+    pj::BenchOptions bench;
+    bench.reps = o.bench;
+    bench.bytes = o.bench_bytes;
+    bench.flops = o.bench_flops;
+    pj::BenchResult r = kernel.benchmark(call_args, bench);
+    std::cout << pj::to_string(r);
+    std::printf("median of %lld calls: %.3f us\n", static_cast<long long>(r.device.count),
+                r.device.median_ms * 1e3);
+    if (!o.bench_json.empty()) {
+      std::ofstream json(o.bench_json);
+      json << pj::to_json(r);
+      json.close();
+      PRIMJIT_USER_CHECK(json.good()) << "--bench-json: cannot write '" << o.bench_json << "'";
     }
-    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-    std::printf("median of %d calls: %.3f us\n", o.bench, times[times.size() / 2]);
   }
   return 0;
 }

@@ -17,10 +17,13 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "primjit/abi.h"
+#include "primjit/benchmark.h"
 #include "primjit/ir/function.h"
 #include "primjit/ir/target.h"
 #include "primjit/tensor.h"
@@ -138,9 +141,32 @@ class Kernel {
   /// The options the kernel was made with (target as given, possibly undefined).
   const KernelOptions& options() const;
 
+  /// Times cached calls with these arguments (see primjit/benchmark.h): one untimed call that
+  /// compiles if needed, warm-up calls, then timed repetitions. Bad options or arguments throw
+  /// primjit::Error. The kernel's stats count every call it makes.
+  BenchResult benchmark(std::span<const Arg> args, const BenchOptions& bench_options = {}) const;
+  /// k.benchmark(a, b, 2.0f) or k.benchmark(a, b, 2.0f, options): arguments as for a call,
+  /// optionally followed by BenchOptions.
+  template <typename... Args,
+            std::enable_if_t<!detail::first_converts_to<std::span<const Arg>, Args...>(), int> = 0>
+  BenchResult benchmark(Args&&... args) const {
+    if constexpr (detail::last_is_bench_options<Args...>()) {
+      auto all = std::forward_as_tuple(std::forward<Args>(args)...);
+      return benchmark_with_options(all, std::make_index_sequence<sizeof...(Args) - 1>());
+    } else {
+      Arg packed[] = {Arg(std::forward<Args>(args))..., Arg(0)};
+      return benchmark(std::span<const Arg>(packed, sizeof...(Args)));
+    }
+  }
+
   struct State;
 
  private:
+  template <typename Tuple, size_t... I>
+  BenchResult benchmark_with_options(Tuple& all, std::index_sequence<I...>) const {
+    Arg packed[] = {Arg(std::get<I>(all))..., Arg(0)};
+    return benchmark(std::span<const Arg>(packed, sizeof...(I)), std::get<sizeof...(I)>(all));
+  }
   friend class Jit;
   explicit Kernel(std::shared_ptr<State> state) : state_(std::move(state)) {}
   std::shared_ptr<State> state_;

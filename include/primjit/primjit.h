@@ -1,7 +1,9 @@
-// Umbrella header: everything a primjit user needs (IR, builder, text format, passes, JIT).
+// Umbrella header: everything a primjit user needs (IR, builder, text format, passes, JIT,
+// benchmarking).
 #pragma once
 
 #include "primjit/arith.h"
+#include "primjit/benchmark.h"
 #include "primjit/builder.h"
 #include "primjit/dlpack.h"
 #include "primjit/error.h"
