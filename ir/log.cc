@@ -26,6 +26,8 @@ const char* level_name(LogLevel level) {
   switch (level) {
     case LogLevel::kOff:
       return "off";
+    case LogLevel::kWarning:
+      return "warning";
     case LogLevel::kInfo:
       return "info";
     case LogLevel::kDebug:
@@ -37,14 +39,15 @@ const char* level_name(LogLevel level) {
 }  // namespace
 
 LogLevel init_log_level_from_env() {
-  LogLevel level = LogLevel::kOff;
+  LogLevel level = LogLevel::kWarning;
   const char* env = std::getenv("PRIMJIT_LOG");
   if (env != nullptr && !parse_log_level(env, &level)) {
     // Reading the environment must never throw (it happens inside unrelated calls), so a bad
     // value is reported once on stderr and logging stays off.
-    std::fprintf(stderr,
-                 "[primjit] PRIMJIT_LOG='%s' is not one of off, info, debug; logging stays off\n",
-                 env);
+    std::fprintf(
+        stderr,
+        "[primjit] PRIMJIT_LOG='%s' is not one of off, warning, info, debug; logging stays off\n",
+        env);
     level = LogLevel::kOff;
   }
   int expected = -1;
@@ -76,6 +79,8 @@ bool parse_log_level(std::string_view text, LogLevel* level) {
   for (char c : text) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   if (lower.empty() || lower == "off" || lower == "0") {
     *level = LogLevel::kOff;
+  } else if (lower == "warning" || lower == "warn") {
+    *level = LogLevel::kWarning;
   } else if (lower == "info" || lower == "1") {
     *level = LogLevel::kInfo;
   } else if (lower == "debug" || lower == "2") {

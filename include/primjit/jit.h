@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <span>
 #include <string>
@@ -67,26 +68,59 @@ struct StageTimes {
   double device_codegen_ms = 0;
   double device_compile_ms = 0;  // NVRTC
   double load_ms = 0;            // loading device code
+  /// Disk cache: reading, checking and linking/loading entries (disk hits), and writing new
+  /// ones after a compile.
+  double disk_ms = 0;
 };
 
 struct KernelStats {
   uint64_t calls = 0;
-  uint64_t hits = 0;
-  uint64_t misses = 0;  // = compiles
-  uint64_t disk_hits = 0;
-  uint64_t variants = 0;   // variants compiled for this kernel that are still cached
+  uint64_t hits = 0;       // calls served by a variant in memory
+  uint64_t misses = 0;     // = compiles (lowering, LLVM, NVRTC)
+  uint64_t disk_hits = 0;  // variants loaded from the disk cache instead of compiled
+  uint64_t variants = 0;   // this kernel's variants in memory (compiled or loaded)
   uint64_t evictions = 0;  // of this kernel's variants
   StageTimes compile;
-  /// Why each compile happened, in order: "first call", "A.shape[0]: 128 -> 130", ...
+  /// Why each variant was made, in order: "first call", "A.shape[0]: 128 -> 130", ...; for a
+  /// variant loaded from the disk cache the reason ends with " (disk cache)".
   std::vector<std::string> reasons;
 };
 
+/// Whether compiled variants are also kept on disk, for later processes.
+enum class DiskCacheMode {
+  kEnvironment,  // on, unless the environment says PRIMJIT_CACHE=0
+  kEnabled,      // on, whatever the environment says
+  kDisabled,
+};
+
 struct JitOptions {
-  /// Variants kept across all kernels; the least recently used is evicted beyond it.
+  /// Variants kept in memory across all kernels; the least recently used is evicted beyond it.
   size_t cache_capacity = 256;
   /// LLVM optimization level of host code (0-3).
   int opt_level = 3;
+  /// The persistent cache (llvm and cuda variants; emu variants compile nothing).
+  DiskCacheMode disk_cache = DiskCacheMode::kEnvironment;
+  /// Its directory. Empty: $PRIMJIT_CACHE_DIR, else $XDG_CACHE_HOME/primjit, else
+  /// ~/.cache/primjit.
+  std::string cache_dir;
+  /// Size cap of the directory; the least recently used files are removed beyond it.
+  uint64_t disk_cache_max_bytes = uint64_t{1} << 30;
 };
+
+/// What a variant depends on in one argument, for compiling without data (Kernel::prewarm,
+/// Kernel::compile_async): a tensor's dtype and shape, or a scalar's dtype.
+struct ArgSpec {
+  bool is_tensor = false;
+  DataType dtype;
+  std::vector<int64_t> shape;
+
+  static ArgSpec tensor(DataType dtype, std::vector<int64_t> shape) {
+    return ArgSpec{true, dtype, std::move(shape)};
+  }
+  static ArgSpec scalar(DataType dtype) { return ArgSpec{false, dtype, {}}; }
+};
+/// One call's arguments, in parameter order.
+using Signature = std::vector<ArgSpec>;
 
 /// One argument of a call: a tensor (DLTensor*) or a scalar.
 struct Arg {
@@ -134,6 +168,14 @@ class Kernel {
   PJValue call(std::span<const Arg> args) const;
 
   KernelStats stats() const;
+
+  /// Compiles (or loads from the disk cache) the variants the given signatures select, in
+  /// parallel, so later calls with them do not wait; variants already in memory are kept.
+  /// Signatures are checked like calls. Throws the first failure after all have finished.
+  void prewarm(const std::vector<Signature>& signatures) const;
+  /// The same for one signature, in the background. The future's get() rethrows a failure.
+  /// (Like every std::async future, destroying it waits for the compile.)
+  std::future<void> compile_async(Signature signature) const;
   /// The function as given to Jit::kernel.
   const PrimFunc& function() const;
   /// The target variants are compiled for.

@@ -1,8 +1,9 @@
 // Diagnostic logging, controlled by the PRIMJIT_LOG environment variable:
-//   PRIMJIT_LOG=off (default) | info | debug
-// `info` reports what a user may want to know (each compile and its reason, cache decisions);
-// `debug` adds detail for primjit developers. Lines go to stderr as "[primjit info] ..." unless
-// a sink is installed. The message after `<<` is built only when its level is enabled.
+//   PRIMJIT_LOG=off | warning (default) | info | debug
+// `warning` reports problems primjit recovered from (e.g. a corrupt disk cache entry that is
+// recompiled); `info` reports what a user may want to know (each compile and its reason, cache
+// decisions); `debug` adds detail for primjit developers. Lines go to stderr as "[primjit info]
+// ..." unless a sink is installed. The message after `<<` is built only when its level is enabled.
 //
 //   PRIMJIT_LOG_INFO << "compiling variant " << key << " (" << reason << ")";
 #pragma once
@@ -15,7 +16,7 @@
 
 namespace primjit {
 
-enum class LogLevel : int { kOff = 0, kInfo = 1, kDebug = 2 };
+enum class LogLevel : int { kOff = 0, kWarning = 1, kInfo = 2, kDebug = 3 };
 
 namespace detail {
 // -1 until PRIMJIT_LOG has been read; then a LogLevel value.
@@ -30,7 +31,8 @@ inline LogLevel log_level() {
 }
 /// Overrides PRIMJIT_LOG for the rest of the process.
 void set_log_level(LogLevel level);
-/// Parses "off", "info", "debug" (any case; "" means off). Returns false for anything else.
+/// Parses "off", "warning", "info", "debug" (any case; "" means off). Returns false for anything
+/// else.
 bool parse_log_level(std::string_view text, LogLevel* level);
 
 /// Receives every emitted line (without the "[primjit info]" prefix). Calls are serialized.
@@ -72,5 +74,6 @@ struct EmitLog {
       ? (void)0                                       \
       : ::primjit::detail::EmitLog() & ::primjit::detail::LogLine(::primjit::LogLevel::level)
 
+#define PRIMJIT_LOG_WARNING PRIMJIT_DETAIL_LOG(kWarning)
 #define PRIMJIT_LOG_INFO PRIMJIT_DETAIL_LOG(kInfo)
 #define PRIMJIT_LOG_DEBUG PRIMJIT_DETAIL_LOG(kDebug)

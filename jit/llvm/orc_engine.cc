@@ -101,6 +101,7 @@ struct OrcEngine::Impl {
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::string triple;
   std::string cpu;
+  std::string features;
 
   // TargetMachines are not thread-safe; each compile borrows one from this pool.
   std::mutex pool_mutex;
@@ -130,6 +131,26 @@ struct OrcEngine::Impl {
   }
 
   ModuleKey compile_and_link(llvm::Module& module, bool user_input) {
+    std::string optimized;
+    std::unique_ptr<llvm::MemoryBuffer> object = compile(module, user_input, &optimized);
+    return link(std::move(object), module.getModuleIdentifier(), std::move(optimized));
+  }
+
+  ModuleKey link(std::unique_ptr<llvm::MemoryBuffer> object, const std::string& name,
+                 std::string optimized) {
+    llvm::orc::ResourceTrackerSP tracker = jit->getMainJITDylib().createResourceTracker();
+    check(jit->addObjectFile(tracker, std::move(object)), "cannot link module '" + name + "'");
+    std::lock_guard<std::mutex> lock(modules_mutex);
+    ModuleKey key = next_key++;
+    trackers.emplace(key, tracker);
+    if (options.keep_optimized_ir) kept_ir.emplace(key, std::move(optimized));
+    return key;
+  }
+
+  // Verifies, optimizes and compiles `module` to an object; its optimized IR goes to
+  // `optimized` when the engine keeps it.
+  std::unique_ptr<llvm::MemoryBuffer> compile(llvm::Module& module, bool user_input,
+                                              std::string* optimized) {
     std::string problems;
     llvm::raw_string_ostream problem_stream(problems);
     if (llvm::verifyModule(module, &problem_stream)) {
@@ -154,20 +175,11 @@ struct OrcEngine::Impl {
     }
     return_machine(std::move(machine));
 
-    std::string optimized;
     if (options.keep_optimized_ir) {
-      llvm::raw_string_ostream stream(optimized);
+      llvm::raw_string_ostream stream(*optimized);
       module.print(stream, nullptr);
     }
-
-    llvm::orc::ResourceTrackerSP tracker = jit->getMainJITDylib().createResourceTracker();
-    check(jit->addObjectFile(tracker, std::move(object)),
-          "cannot link module '" + module.getModuleIdentifier() + "'");
-    std::lock_guard<std::mutex> lock(modules_mutex);
-    ModuleKey key = next_key++;
-    trackers.emplace(key, tracker);
-    if (options.keep_optimized_ir) kept_ir.emplace(key, std::move(optimized));
-    return key;
+    return object;
   }
 };
 
@@ -184,6 +196,7 @@ OrcEngine::OrcEngine(OrcOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->machine_builder.setCodeModel(llvm::CodeModel::Small);
   impl_->triple = impl_->machine_builder.getTargetTriple().str();
   impl_->cpu = impl_->machine_builder.getCPU();
+  impl_->features = impl_->machine_builder.getFeatures().getString();
   impl_->jit =
       take(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(impl_->machine_builder).create(),
            "cannot create the LLVM ORC JIT");
@@ -201,6 +214,23 @@ OrcEngine::ModuleKey OrcEngine::add_module(std::unique_ptr<llvm::Module> module,
       << "add_module needs a module and context";
   PRIMJIT_ICHECK(&module->getContext() == context.get()) << "module does not belong to context";
   return impl_->compile_and_link(*module, /*user_input=*/false);
+}
+
+std::string OrcEngine::compile_object(std::unique_ptr<llvm::Module> module,
+                                      std::unique_ptr<llvm::LLVMContext> context) {
+  PRIMJIT_ICHECK(module != nullptr && context != nullptr)
+      << "compile_object needs a module and context";
+  PRIMJIT_ICHECK(&module->getContext() == context.get()) << "module does not belong to context";
+  std::string optimized;
+  std::unique_ptr<llvm::MemoryBuffer> object =
+      impl_->compile(*module, /*user_input=*/false, &optimized);
+  return object->getBuffer().str();
+}
+
+OrcEngine::ModuleKey OrcEngine::add_object(std::string_view object, std::string_view name) {
+  std::unique_ptr<llvm::MemoryBuffer> buffer = llvm::MemoryBuffer::getMemBufferCopy(
+      llvm::StringRef(object.data(), object.size()), llvm::StringRef(name.data(), name.size()));
+  return impl_->link(std::move(buffer), std::string(name), "");
 }
 
 OrcEngine::ModuleKey OrcEngine::add_ir_text(std::string_view ir_text,
@@ -270,6 +300,7 @@ std::string OrcEngine::optimized_ir(ModuleKey key) const {
 
 const std::string& OrcEngine::target_triple() const { return impl_->triple; }
 const std::string& OrcEngine::cpu_name() const { return impl_->cpu; }
+const std::string& OrcEngine::cpu_features() const { return impl_->features; }
 int OrcEngine::opt_level() const { return impl_->options.opt_level; }
 
 std::string llvm_version() { return LLVM_VERSION_STRING; }

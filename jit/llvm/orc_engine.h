@@ -42,6 +42,13 @@ class OrcEngine {
                        std::unique_ptr<llvm::LLVMContext> context);
   /// Same for textual LLVM IR; a parse or verification failure is a primjit::Error.
   ModuleKey add_ir_text(std::string_view ir_text, std::string_view module_name);
+  /// Verifies, optimizes and compiles a module to a relocatable object for this engine's
+  /// target, without linking it (for a cache: add_object links it later, in any process whose
+  /// engine has the same target_triple, cpu_name, cpu_features and opt_level).
+  std::string compile_object(std::unique_ptr<llvm::Module> module,
+                             std::unique_ptr<llvm::LLVMContext> context);
+  /// Links an object made by compile_object; `name` names it in errors.
+  ModuleKey add_object(std::string_view object, std::string_view name);
 
   /// Address of a defined symbol; throws primjit::Error when it is not defined.
   void* lookup(std::string_view symbol);
@@ -56,6 +63,8 @@ class OrcEngine {
   const std::string& target_triple() const;
   /// Host CPU the code is compiled for, e.g. "znver4".
   const std::string& cpu_name() const;
+  /// The CPU feature string the code is compiled with, e.g. "+avx2,+fma,...".
+  const std::string& cpu_features() const;
   int opt_level() const;
 
  private:

@@ -150,8 +150,15 @@ void dump_source(const CudaModuleSource& source) {
   PRIMJIT_LOG_INFO << "CUDA source written to " << path.string();
 }
 
-void load_cuda(const IRModule& lowered, const DeviceOptions& device_options, DeviceCode* code,
-               StageTimes* times) {
+}  // namespace
+
+DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
+                                 const DeviceOptions& device_options, StageTimes* times) {
+  DeviceBinary binary;
+  if (!has_kernels(lowered)) return binary;
+  PRIMJIT_USER_CHECK(device->kind == "cuda")
+      << "kernels for target " << device.str()
+      << " are not compiled as device code (emu variants run whole in the interpreter)";
   Clock::time_point start = Clock::now();
   CudaCodegenOptions codegen_options;
   codegen_options.fast_math = device_options.fast_math;
@@ -162,23 +169,39 @@ void load_cuda(const IRModule& lowered, const DeviceOptions& device_options, Dev
   // Then the driver: without one this is the "no CUDA driver" error, before NVRTC runs.
   CudaDriver& driver = CudaDriver::get();
   driver.make_current(0);
-  DeviceInfo device = driver.device_info(0);
+  DeviceInfo info = driver.device_info(0);
 
   start = Clock::now();
   NvrtcOptions options;
-  options.arch = device.arch();  // the device's exact architecture (PTX when NVRTC lacks it)
+  options.arch = info.arch();  // the device's exact architecture (PTX when NVRTC lacks it)
   options.fast_math = device_options.fast_math;
 #ifndef NDEBUG
   options.line_info = true;  // debug builds: source lines in profilers and sanitizers
 #endif
   DeviceImage image = nvrtc_compile({"primjit_kernels.cu", source.code}, options);
   times->device_compile_ms += ms_since(start);
+  binary.ptx = image.kind == DeviceImage::Kind::kPtx;
+  binary.arch = image.arch;
+  binary.image = std::move(image.data);
+  for (const CudaKernelInfo& kernel : source.kernels) {
+    binary.kernels.push_back({kernel.name, kernel.launch_params});
+  }
+  return binary;
+}
 
-  start = Clock::now();
-  auto module = std::make_shared<CudaModule>(CudaModule{&driver, driver.load_module(image.data)});
+std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
+                                               const DeviceOptions& device_options,
+                                               StageTimes* times) {
+  auto code = std::make_unique<DeviceCode>();
+  if (binary.empty()) return code;
+  CudaDriver& driver = CudaDriver::get();
+  driver.make_current(0);
+  DeviceInfo device = driver.device_info(0);
+  Clock::time_point start = Clock::now();
+  auto module = std::make_shared<CudaModule>(CudaModule{&driver, driver.load_module(binary.image)});
   code->owner = module;
   const int64_t optin = static_cast<int64_t>(device.max_shared_per_block_optin);
-  for (const CudaKernelInfo& info : source.kernels) {
+  for (const DeviceBinary::Kernel& info : binary.kernels) {
     CUfunc_st* function = driver.function(module->module, info.name);
     std::vector<Slot> slots;
     bool dynamic_shared = false;
@@ -195,21 +218,12 @@ void load_cuda(const IRModule& lowered, const DeviceOptions& device_options, Dev
         static_cast<CUstream_st*>(device_options.stream));
   }
   times->load_ms += ms_since(start);
+  return code;
 }
-
-}  // namespace
 
 std::unique_ptr<DeviceCode> load_device_code(const IRModule& lowered, const Target& device,
                                              const DeviceOptions& options, StageTimes* times) {
-  auto code = std::make_unique<DeviceCode>();
-  if (!has_kernels(lowered)) return code;
-  if (device->kind == "cuda") {
-    load_cuda(lowered, options, code.get(), times);
-    return code;
-  }
-  PRIMJIT_USER_ERROR() << "kernels for target " << device.str()
-                       << " are not loaded as device code (emu variants run whole in the "
-                          "interpreter)";
+  return load_device_binary(compile_device_code(lowered, device, options, times), options, times);
 }
 
 }  // namespace primjit::jit

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "jit/runtime/launch.h"
 #include "primjit/ir/function.h"
@@ -19,12 +20,33 @@ struct DeviceCode {
   ~DeviceCode() { kernels.clear(); }
 };
 
-/// Compiles and loads the kernels (calling_conv 2) of a lowered module for `device` (cuda or
-/// emu), adding the time of each stage to `times`. No kernels: an empty DeviceCode.
 struct DeviceOptions {
   bool fast_math = false;
   void* stream = nullptr;  // CUstream
 };
+
+/// A module's kernels compiled for a device, with what loading them needs: what the disk
+/// cache stores. Empty when the module has no kernels.
+struct DeviceBinary {
+  struct Kernel {
+    std::string name;
+    std::vector<std::string> launch_params;  // "tirx.kernel_launch_params", in order
+  };
+  bool ptx = false;  // image is NUL-terminated PTX, else CUBIN
+  int arch = 0;      // compute capability it was compiled for, e.g. 90
+  std::string image;
+  std::vector<Kernel> kernels;
+  bool empty() const { return kernels.empty(); }
+};
+
+/// Compiles the kernels (calling_conv 2) of a lowered module for `device` (cuda), adding the
+/// time of each stage to `times`. Needs a driver (the device's architecture decides the code).
+DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
+                                 const DeviceOptions& options, StageTimes* times);
+/// Loads compiled kernels on device 0 (nothing to load: an empty DeviceCode).
+std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
+                                               const DeviceOptions& options, StageTimes* times);
+/// compile_device_code, then load_device_binary.
 std::unique_ptr<DeviceCode> load_device_code(const IRModule& lowered, const Target& device,
                                              const DeviceOptions& options, StageTimes* times);
 

@@ -4,7 +4,11 @@
 #include <llvm/IR/Module.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <mutex>
+#include <random>
+#include <set>
 
 #include "jit/llvm/codegen_llvm.h"
 #include "jit/runtime/host_runtime.h"
@@ -14,9 +18,22 @@
 namespace primjit::jit {
 namespace {
 
-std::string unique_suffix() {
+// A suffix no other process is likely to have used: images from the disk cache keep the
+// suffix they were compiled with, and several of them share one engine.
+std::string fresh_suffix() {
+  static const uint64_t seed = [] {
+    std::random_device device;
+    return (uint64_t{device()} << 32) ^ device() ^
+           static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  }();
   static std::atomic<uint64_t> next{0};
-  return ".pj" + std::to_string(next.fetch_add(1));
+  uint64_t x = seed + 0x9E3779B97F4A7C15ull * (next.fetch_add(1) + 1);
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  char text[24];
+  std::snprintf(text, sizeof(text), ".pj%016llx", static_cast<unsigned long long>(x));
+  return text;
 }
 
 void ensure_runtime(OrcEngine& engine) {
@@ -28,26 +45,58 @@ void ensure_runtime(OrcEngine& engine) {
   registered[&engine] = true;
 }
 
+// Suffixes linked per engine: a second image with the same suffix would redefine its symbols.
+std::mutex g_linked_mutex;
+std::set<std::pair<const OrcEngine*, std::string>> g_linked;
+
 }  // namespace
 
+HostImage compile_host(OrcEngine& engine, const IRModule& lowered) {
+  HostImage image;
+  image.suffix = fresh_suffix();
+  HostModule host = codegen_llvm(lowered, image.suffix);
+  image.launched_kernels = host.launched_kernels;
+  for (const auto& [gvar, func] : lowered->functions) {
+    if (func->is_packed()) image.functions.emplace_back(gvar->name, func->global_symbol());
+  }
+  image.object = engine.compile_object(std::move(host.module), std::move(host.context));
+  return image;
+}
+
+HostProgram::HostProgram(OrcEngine& engine, const HostImage& image) : engine_(engine) {
+  link(image);
+}
+
 HostProgram::HostProgram(OrcEngine& engine, const IRModule& lowered) : engine_(engine) {
-  ensure_runtime(engine);
-  suffix_ = unique_suffix();
-  const std::string& suffix = suffix_;
-  HostModule host = codegen_llvm(lowered, suffix);
-  key_ = engine.add_module(std::move(host.module), std::move(host.context));
+  link(compile_host(engine, lowered));
+}
+
+void HostProgram::link(const HostImage& image) {
+  ensure_runtime(engine_);
+  {
+    std::lock_guard<std::mutex> lock(g_linked_mutex);
+    PRIMJIT_USER_CHECK(g_linked.emplace(&engine_, image.suffix).second)
+        << "host code with symbol suffix '" << image.suffix
+        << "' is already linked in this JIT session; compile the module again";
+  }
+  suffix_ = image.suffix;
   try {
-    for (const std::string& kernel : host.launched_kernels) {
-      void* slot = engine.lookup(kernel_handle_symbol(kernel, suffix));
-      kernel_slots_.emplace_back(kernel, static_cast<KernelHandle**>(slot));
-    }
-    for (const auto& [gvar, func] : lowered->functions) {
-      if (!func->is_packed()) continue;
-      functions_[gvar->name] =
-          reinterpret_cast<PJPackedFunc>(engine.lookup(func->global_symbol() + suffix));
+    key_ = engine_.add_object(image.object, "host" + suffix_);
+    try {
+      for (const std::string& kernel : image.launched_kernels) {
+        void* slot = engine_.lookup(kernel_handle_symbol(kernel, suffix_));
+        kernel_slots_.emplace_back(kernel, static_cast<KernelHandle**>(slot));
+      }
+      for (const auto& [name, symbol] : image.functions) {
+        functions_[name] = reinterpret_cast<PJPackedFunc>(engine_.lookup(symbol + suffix_));
+      }
+    } catch (...) {
+      engine_.remove(key_);
+      throw;
     }
   } catch (...) {
-    engine.remove(key_);
+    std::lock_guard<std::mutex> lock(g_linked_mutex);
+    g_linked.erase({&engine_, suffix_});
     throw;
   }
 }
@@ -72,8 +121,11 @@ HostProgram::~HostProgram() {
   try {
     engine_.remove(key_);
   } catch (const std::exception&) {
-    // Unloading failed: the code stays mapped, which leaks but is safe.
+    // Unloading failed: the code stays mapped (and its suffix taken), which leaks but is safe.
+    return;
   }
+  std::lock_guard<std::mutex> lock(g_linked_mutex);
+  g_linked.erase({&engine_, suffix_});
 }
 
 PJPackedFunc HostProgram::function(const std::string& name) const {

@@ -5,6 +5,8 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "jit/llvm/orc_engine.h"
 #include "primjit/abi.h"
@@ -18,12 +20,28 @@ class KernelHandle;
 /// as long as the HostProgram), or nullptr when there is none.
 using KernelResolver = std::function<KernelHandle*(const std::string& kernel_symbol)>;
 
+/// A module's host code compiled to an object, with everything linking it needs: what the
+/// disk cache stores. Valid for engines with the same target, CPU, features and opt level.
+struct HostImage {
+  std::string object;  // relocatable object (ELF)
+  /// Appended to every symbol the object defines (e.g. "main" is "main.pj3f2a..."), so any
+  /// number of variants can be linked into one engine.
+  std::string suffix;
+  std::vector<std::pair<std::string, std::string>> functions;  // IR name -> packed symbol
+  std::vector<std::string> launched_kernels;                   // kernel symbols
+};
+
+/// Generates, optimizes and compiles the host functions of `lowered` (after MakePackedAPI)
+/// under a fresh symbol suffix.
+HostImage compile_host(OrcEngine& engine, const IRModule& lowered);
+
 class HostProgram {
  public:
-  /// Generates, optimizes and links the host functions of `lowered` (after MakePackedAPI).
-  /// Symbols get a suffix unique in the process, so any number of variants can be loaded.
-  /// Kernels the host code launches stay unbound until bind_kernels (a launch before that is
-  /// an error, not a crash), so device code can be compiled at the same time.
+  /// Links a compiled image. Kernels the host code launches stay unbound until bind_kernels
+  /// (a launch before that is an error, not a crash), so device code can be compiled at the
+  /// same time. Throws primjit::Error when the image's suffix is already linked in `engine`.
+  HostProgram(OrcEngine& engine, const HostImage& image);
+  /// compile_host, then link.
   HostProgram(OrcEngine& engine, const IRModule& lowered);
   /// The same, then bind_kernels(kernels).
   HostProgram(OrcEngine& engine, const IRModule& lowered, const KernelResolver& kernels);
@@ -36,12 +54,14 @@ class HostProgram {
 
   /// The packed entry point of the module's function `name` (its IR name).
   PJPackedFunc function(const std::string& name) const;
-  /// What this program appends to every symbol it defines (e.g. "main" links as "main.pj7").
+  /// What this program appends to every symbol it defines.
   const std::string& symbol_suffix() const { return suffix_; }
 
  private:
+  void link(const HostImage& image);
+
   OrcEngine& engine_;
-  OrcEngine::ModuleKey key_;
+  OrcEngine::ModuleKey key_ = 0;
   std::string suffix_;
   std::map<std::string, PJPackedFunc> functions_;
   std::vector<std::pair<std::string, KernelHandle**>> kernel_slots_;  // launched kernels

@@ -15,15 +15,19 @@
 #include <thread>
 
 #include "jit/cuda/driver.h"
+#include "jit/cuda/nvrtc_compiler.h"
 #include "jit/emu/interpreter.h"
 #include "jit/llvm/orc_engine.h"
 #include "jit/runtime/device_code.h"
+#include "jit/runtime/disk_cache.h"
 #include "jit/runtime/host_program.h"
 #include "jit/runtime/host_runtime.h"
 #include "primjit/error.h"
 #include "primjit/ir/structural.h"
+#include "primjit/ir/text.h"
 #include "primjit/log.h"
 #include "primjit/passes.h"
+#include "primjit/version.h"
 
 namespace primjit {
 namespace {
@@ -162,6 +166,8 @@ class LastVariant {
 struct Jit::State {
   JitOptions options;
   jit::OrcEngine engine;
+  std::unique_ptr<jit::DiskCache> disk;  // null when disabled
+  std::string host_key;  // what host code depends on besides the function: versions, CPU
   tbb::concurrent_hash_map<uint64_t, std::shared_ptr<Entry>> cache;
   std::atomic<uint64_t> clock{0};
   // Every cached entry by hash, for eviction: the concurrent map cannot be walked while
@@ -169,7 +175,7 @@ struct Jit::State {
   std::mutex lru_mutex;
   std::map<uint64_t, std::weak_ptr<Entry>> lru;
 
-  explicit State(JitOptions o) : options(o), engine(jit::OrcOptions{o.opt_level, false}) {}
+  explicit State(JitOptions o);
 
   void evict_if_needed(uint64_t keep_hash);
 };
@@ -187,7 +193,7 @@ struct Kernel::State {
 
   LastVariant last;
 
-  std::atomic<uint64_t> calls{0}, hits{0}, misses{0}, evictions{0};
+  std::atomic<uint64_t> calls{0}, hits{0}, misses{0}, disk_hits{0}, evictions{0};
   std::atomic<uint64_t> dump_count{0};
   std::mutex mutex;  // guards the fields below
   StageTimes times;
@@ -197,6 +203,10 @@ struct Kernel::State {
   std::map<std::pair<size_t, size_t>, std::set<int64_t>> seen;
   std::set<std::pair<size_t, size_t>> symbolic;
   std::atomic<bool> fell_back{false};  // the recompile limit switched to the dynamic variant
+
+  // The disk cache key of the kernel's variants up to the argument key (made on first use).
+  std::once_flag disk_once;
+  std::string disk_prefix;  // empty: no disk cache for this kernel
 };
 
 namespace {
@@ -345,6 +355,7 @@ void add_times(Kernel::State& k, const StageTimes& t) {
   k.times.device_codegen_ms += t.device_codegen_ms;
   k.times.device_compile_ms += t.device_compile_ms;
   k.times.load_ms += t.load_ms;
+  k.times.disk_ms += t.disk_ms;
 }
 
 // PRIMJIT_DUMP_IR=DIR: each variant's passes go to DIR/<kernel>.vN/NN_<pass>.tir.
@@ -357,13 +368,99 @@ passes::RunOptions dump_options(Kernel::State& k) {
   return options;
 }
 
-// Lowers and compiles one variant.
+// The disk cache key of a variant: everything its code depends on, as text. Empty when the
+// kernel's variants are not cached on disk (disabled, emu, or cuda without a driver: such a
+// compile fails anyway, with the driver's error).
+std::string disk_key(Kernel::State& k, const std::vector<int64_t>& key) {
+  if (k.jit->disk == nullptr || k.target->kind == "emu") return "";
+  std::call_once(k.disk_once, [&] {
+    try {
+      std::ostringstream out;
+      out << k.jit->host_key << "target " << k.target.str() << "\n";
+      if (k.target->kind == "cuda") {
+        jit::CudaDriver* driver = jit::CudaDriver::try_get();
+        if (driver == nullptr || driver->device_count() == 0) return;
+        jit::NvrtcInfo nvrtc = jit::nvrtc_info();
+        out << "nvrtc " << nvrtc.major << "." << nvrtc.minor << " device sm_"
+            << driver->device_info(0).arch() << " fast_math " << k.options.fast_math
+#ifndef NDEBUG
+            << " line_info"
+#endif
+            << "\n";
+      }
+      out << "function " << k.name << "\n" << print(k.module);
+      k.disk_prefix = out.str();
+    } catch (const Error& e) {
+      PRIMJIT_LOG_INFO << "kernel '" << k.name << "' is not cached on disk: " << e.what();
+    }
+  });
+  if (k.disk_prefix.empty()) return "";
+  std::string text = k.disk_prefix + "\nkey";
+  for (int64_t v : key) text += " " + std::to_string(v);
+  return text + "\n";
+}
+
+// Gives the host code of a variant the handles of the kernels it launches.
+void bind_kernels(Variant& v) {
+  jit::DeviceCode* device = v.device.get();
+  v.host->bind_kernels([device](const std::string& symbol) -> jit::KernelHandle* {
+    if (device == nullptr) return nullptr;
+    auto it = device->kernels.find(symbol);
+    return it == device->kernels.end() ? nullptr : it->second.get();
+  });
+}
+
+jit::DeviceOptions device_options(const Kernel::State& k) {
+  return jit::DeviceOptions{k.options.fast_math, k.options.cuda_stream};
+}
+
+// A variant from the disk cache: false when there is no usable entry (a rejected or
+// unloadable one is reported; the caller compiles and replaces it).
+bool load_from_disk(Kernel::State& k, const std::string& key, Variant& v, StageTimes* times) {
+  Clock::time_point start = Clock::now();
+  jit::DiskCache::Lookup found = k.jit->disk->load(key);
+  if (found.status == jit::DiskCache::Status::kMissing) return false;
+  if (found.status == jit::DiskCache::Status::kRejected) {
+    PRIMJIT_LOG_WARNING << found.problem << "; compiling kernel '" << k.name
+                        << "' again and replacing the entry";
+    return false;
+  }
+  try {
+    StageTimes ignored;  // the whole load counts as disk time
+    v.device = jit::load_device_binary(found.variant.device, device_options(k), &ignored);
+    v.host = std::make_unique<jit::HostProgram>(k.jit->engine, found.variant.host);
+    v.entry = v.host->function(k.name);
+    bind_kernels(v);
+  } catch (const Error& e) {
+    PRIMJIT_LOG_WARNING << "disk cache entry '" << k.jit->disk->path_of(key)
+                        << "' cannot be loaded (" << e.what() << "); compiling kernel '" << k.name
+                        << "' again";
+    v.host.reset();
+    v.device.reset();
+    v.entry = nullptr;
+    return false;
+  }
+  times->disk_ms += ms_since(start);
+  return true;
+}
+
+// Makes one variant: from the disk cache, else by lowering and compiling it (and storing it
+// on disk). `*from_disk` says which.
 std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> args,
                                          std::vector<int64_t> key, bool dynamic,
-                                         const std::set<std::pair<size_t, size_t>>& symbolic) {
+                                         const std::set<std::pair<size_t, size_t>>& symbolic,
+                                         bool* from_disk) {
   auto variant = std::make_shared<Variant>();
   variant->key = std::move(key);
   StageTimes times;
+  *from_disk = false;
+  std::string cache_key = disk_key(k, variant->key);
+  if (!cache_key.empty() && load_from_disk(k, cache_key, *variant, &times)) {
+    *from_disk = true;
+    add_times(k, times);
+    return variant;
+  }
+
   Clock::time_point start = Clock::now();
   PrimFunc func = k.func;
   if (!dynamic) {
@@ -394,13 +491,16 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   }
   // Device code (NVRTC, module load) and host code (LLVM, ORC) compile at the same time. A
   // plain thread (not a TBB task): a compile costs milliseconds, and ThreadSanitizer sees it.
+  jit::CachedVariant image;
   std::thread device_thread;
   std::exception_ptr device_error;
+  StageTimes device_times;
   if (k.target->is_device()) {
     device_thread = std::thread([&] {
       try {
-        jit::DeviceOptions device_options{k.options.fast_math, k.options.cuda_stream};
-        variant->device = jit::load_device_code(lowered, k.target, device_options, &times);
+        image.device =
+            jit::compile_device_code(lowered, k.target, device_options(k), &device_times);
+        variant->device = jit::load_device_binary(image.device, device_options(k), &device_times);
       } catch (...) {
         device_error = std::current_exception();
       }
@@ -409,7 +509,8 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   std::exception_ptr host_error;
   try {
     start = Clock::now();
-    variant->host = std::make_unique<jit::HostProgram>(k.jit->engine, lowered);
+    image.host = jit::compile_host(k.jit->engine, lowered);
+    variant->host = std::make_unique<jit::HostProgram>(k.jit->engine, image.host);
     variant->entry = variant->host->function(k.name);
     times.host_ms = ms_since(start);
   } catch (...) {
@@ -418,13 +519,20 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   if (device_thread.joinable()) device_thread.join();
   if (device_error) std::rethrow_exception(device_error);
   if (host_error) std::rethrow_exception(host_error);
-  jit::DeviceCode* device = variant->device.get();
-  variant->host->bind_kernels([device](const std::string& symbol) -> jit::KernelHandle* {
-    if (device == nullptr) return nullptr;
-    auto it = device->kernels.find(symbol);
-    return it == device->kernels.end() ? nullptr : it->second.get();
-  });
+  times.device_codegen_ms = device_times.device_codegen_ms;
+  times.device_compile_ms = device_times.device_compile_ms;
+  times.load_ms = device_times.load_ms;
+  bind_kernels(*variant);
 
+  if (!cache_key.empty()) {
+    start = Clock::now();
+    std::string problem;
+    if (!k.jit->disk->store(cache_key, image, &problem)) {
+      PRIMJIT_LOG_WARNING << problem << "; kernel '" << k.name
+                          << "' works, but later processes will compile it again";
+    }
+    times.disk_ms = ms_since(start);
+  }
   add_times(k, times);
   return variant;
 }
@@ -524,8 +632,32 @@ void Jit::State::evict_if_needed(uint64_t keep_hash) {
   }
 }
 
-Jit::Jit(JitOptions options) : state_(std::make_shared<State>(options)) {
+Jit::State::State(JitOptions o)
+    : options(std::move(o)), engine(jit::OrcOptions{options.opt_level, false}) {
+  const char* env = std::getenv("PRIMJIT_CACHE");
+  std::string off = env != nullptr ? env : "";
+  bool enabled = options.disk_cache == DiskCacheMode::kEnabled ||
+                 (options.disk_cache == DiskCacheMode::kEnvironment && off != "0" && off != "off" &&
+                  off != "false");
+  if (enabled) {
+    std::string dir = options.cache_dir.empty() ? jit::DiskCache::default_dir() : options.cache_dir;
+    try {
+      disk = std::make_unique<jit::DiskCache>(dir, options.disk_cache_max_bytes);
+    } catch (const Error& e) {
+      if (options.disk_cache == DiskCacheMode::kEnabled) throw;
+      PRIMJIT_LOG_WARNING << e.what() << "; continuing without the disk cache";
+    }
+  }
+  std::ostringstream key;
+  key << "primjit-variant 1\nprimjit " << version() << "\nllvm " << jit::llvm_version() << " "
+      << engine.target_triple() << " " << engine.cpu_name() << " " << engine.cpu_features() << " O"
+      << engine.opt_level() << "\n";
+  host_key = key.str();
+}
+
+Jit::Jit(JitOptions options) {
   PRIMJIT_USER_CHECK(options.cache_capacity > 0) << "JitOptions::cache_capacity must be positive";
+  state_ = std::make_shared<State>(std::move(options));
 }
 Jit::~Jit() = default;
 
@@ -598,9 +730,11 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
   return Kernel(std::move(state));
 }
 
-// A failed compile is not cached: the next call with the key compiles again.
+// A failed compile counts as a miss but is not cached: the next call with the key compiles
+// again.
 static void forget_failed_compile(Jit::State& jit, Kernel::State& k, uint64_t hash,
                                   const std::shared_ptr<Entry>& entry) {
+  ++k.misses;
   {
     decltype(jit.cache)::accessor acc;
     if (jit.cache.find(acc, hash) && acc->second == entry) jit.cache.erase(acc);
@@ -609,27 +743,26 @@ static void forget_failed_compile(Jit::State& jit, Kernel::State& k, uint64_t ha
   k.compiled_keys.pop_back();
 }
 
-PJValue Kernel::call(std::span<const Arg> args) const {
-  PRIMJIT_USER_CHECK(state_ != nullptr) << "call of an empty Kernel (use Jit::kernel)";
-  State& k = *state_;
-  ++k.calls;
-  check_arguments(k, args);
-
+// The key of a call under the kernel's policy; returns whether the variant is fully dynamic.
+static bool build_call_key(Kernel::State& k, std::span<const Arg> args, KeyBuffer* key) {
   bool dynamic = k.options.policy == Policy::kDynamic;
-  KeyBuffer key;
   if (k.options.policy == Policy::kAuto || k.fell_back.load()) {
     std::lock_guard<std::mutex> lock(k.mutex);
     dynamic = dynamic || k.fell_back;
-    build_key(k, args, dynamic, k.symbolic, &key);
+    build_key(k, args, dynamic, k.symbolic, key);
   } else {
-    build_key(k, args, dynamic, {}, &key);
+    build_key(k, args, dynamic, {}, key);
   }
 
-  // 1. The kernel's last variant.
-  if (std::shared_ptr<Variant> last = k.last.load(); last && key.equals(last->key)) {
-    ++k.hits;
-    return run_variant(*last, args);
-  }
+  return dynamic;
+}
+
+// Steps 2-4 of a call after the last-variant check: the Jit's cache, else a new variant
+// (compiled once however many threads ask). `count_hit`: a found variant counts as a hit.
+static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& state,
+                                             std::span<const Arg> args, const KeyBuffer& key,
+                                             bool dynamic, bool count_hit) {
+  Kernel::State& k = *state;
   // 2. The Jit's cache.
   uint64_t hash = key.hash(k.fingerprint);
   Jit::State& jit = *k.jit;
@@ -640,9 +773,9 @@ PJValue Kernel::call(std::span<const Arg> args) const {
       acc.release();
       entry->last_use = ++jit.clock;
       std::shared_ptr<Variant> v = variant_of(*entry);  // may wait for another thread's compile
-      ++k.hits;
+      if (count_hit) ++k.hits;
       k.last.store(v);
-      return run_variant(*v, args);
+      return v;
     }
   }
 
@@ -730,25 +863,37 @@ PJValue Kernel::call(std::span<const Arg> args) const {
     } else if (!(acc->second->key == full_key)) {
       // A 64-bit hash collision with another key: compile without caching.
       acc.release();
-      ++k.misses;
-      std::shared_ptr<Variant> v = compile_variant(k, args, full_key, dynamic, symbolic);
-      return run_variant(*v, args);
+      bool from_disk = false;
+      std::shared_ptr<Variant> v =
+          compile_variant(k, args, full_key, dynamic, symbolic, &from_disk);
+      ++(from_disk ? k.disk_hits : k.misses);
+      return v;
     }
     entry = acc->second;
   }
   entry->last_use = ++jit.clock;
   if (owner) {
-    ++k.misses;
+    size_t reason_index = 0;
     {
       std::lock_guard<std::mutex> lock(k.mutex);
       reason = compile_reason(k, full_key);
+      reason_index = k.reasons.size();
       k.reasons.push_back(reason);
       k.compiled_keys.push_back(full_key);
     }
-    PRIMJIT_LOG_INFO << "kernel '" << k.name << "': compiling a variant (" << reason << ")";
+    PRIMJIT_LOG_INFO << "kernel '" << k.name << "': making a variant (" << reason << ")";
     try {
-      std::shared_ptr<Variant> v = compile_variant(k, args, full_key, dynamic, symbolic);
-      v->kernel = state_;
+      bool from_disk = false;
+      std::shared_ptr<Variant> v =
+          compile_variant(k, args, full_key, dynamic, symbolic, &from_disk);
+      v->kernel = state;
+      if (from_disk) {
+        ++k.disk_hits;
+        std::lock_guard<std::mutex> lock(k.mutex);
+        k.reasons[reason_index] += " (disk cache)";
+      } else {
+        ++k.misses;
+      }
       promise.set_value(Outcome{v, ""});
     } catch (const std::exception& e) {
       promise.set_value(Outcome{nullptr, e.what()});
@@ -764,12 +909,109 @@ PJValue Kernel::call(std::span<const Arg> args) const {
       jit.lru[hash] = entry;
     }
     jit.evict_if_needed(hash);
-  } else {
+  } else if (count_hit) {
     ++k.hits;
   }
   std::shared_ptr<Variant> v = variant_of(*entry);
   k.last.store(v);
-  return run_variant(*v, args);
+  return v;
+}
+
+PJValue Kernel::call(std::span<const Arg> args) const {
+  PRIMJIT_USER_CHECK(state_ != nullptr) << "call of an empty Kernel (use Jit::kernel)";
+  State& k = *state_;
+  ++k.calls;
+  check_arguments(k, args);
+  KeyBuffer key;
+  bool dynamic = build_call_key(k, args, &key);
+  // 1. The kernel's last variant.
+  if (std::shared_ptr<Variant> last = k.last.load(); last && key.equals(last->key)) {
+    ++k.hits;
+    return run_variant(*last, args);
+  }
+  return run_variant(*find_variant(state_, args, key, dynamic, /*count_hit=*/true), args);
+}
+
+namespace {
+
+// Arguments that look like a call with `signature` (tensors without data) for making its
+// variant: what a variant depends on is dtypes, ranks, shapes and the device.
+struct SignatureArgs {
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<DLTensor> tensors;
+  std::vector<Arg> args;
+
+  SignatureArgs(const Kernel::State& k, const Signature& signature) {
+    PRIMJIT_USER_CHECK(signature.size() == k.params.size())
+        << "'" << k.name << "' takes " << k.params.size() << " arguments, the signature has "
+        << signature.size();
+    // Never dereferenced: variants are made, not run.
+    alignas(64) static unsigned char no_data[64];
+    tensors.resize(signature.size());
+    shapes.resize(signature.size());
+    DLDevice device{k.target->kind == "cuda" ? kDLCUDA : kDLCPU, 0};
+    for (size_t i = 0; i < signature.size(); ++i) {
+      const ArgSpec& spec = signature[i];
+      if (!spec.is_tensor) {
+        if (spec.dtype.is_floating()) {
+          args.emplace_back(0.0);
+        } else if (spec.dtype.is_bool()) {
+          args.emplace_back(false);
+        } else {
+          args.emplace_back(int64_t{0});
+        }
+        continue;
+      }
+      shapes[i] = spec.shape;
+      DLTensor& t = tensors[i];
+      t.data = no_data;
+      t.device = device;
+      t.ndim = static_cast<int32_t>(spec.shape.size());
+      t.dtype = DLDataType{static_cast<uint8_t>(spec.dtype.dlpack_code()),
+                           static_cast<uint8_t>(spec.dtype.bits()),
+                           static_cast<uint16_t>(spec.dtype.lanes())};
+      t.shape = shapes[i].data();
+      t.strides = nullptr;
+      t.byte_offset = 0;
+      args.emplace_back(&t);
+    }
+  }
+};
+
+}  // namespace
+
+void Kernel::prewarm(const std::vector<Signature>& signatures) const {
+  PRIMJIT_USER_CHECK(state_ != nullptr) << "prewarm of an empty Kernel (use Jit::kernel)";
+  // Each signature on its own thread, at most as many at once as the machine has cores.
+  size_t width = std::max<size_t>(1, std::thread::hardware_concurrency());
+  std::exception_ptr first_error;
+  for (size_t begin = 0; begin < signatures.size(); begin += width) {
+    std::vector<std::future<void>> running;
+    for (size_t i = begin; i < std::min(signatures.size(), begin + width); ++i) {
+      running.push_back(compile_async(signatures[i]));
+    }
+    for (std::future<void>& f : running) {
+      try {
+        f.get();
+      } catch (...) {
+        if (!first_error) first_error = std::current_exception();
+      }
+    }
+  }
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+std::future<void> Kernel::compile_async(Signature signature) const {
+  PRIMJIT_USER_CHECK(state_ != nullptr) << "compile_async of an empty Kernel (use Jit::kernel)";
+  std::shared_ptr<State> state = state_;
+  return std::async(std::launch::async, [state, signature = std::move(signature)] {
+    SignatureArgs call(*state, signature);
+    std::span<const Arg> args(call.args);
+    check_arguments(*state, args);
+    KeyBuffer key;
+    bool dynamic = build_call_key(*state, args, &key);
+    find_variant(state, args, key, dynamic, /*count_hit=*/false);
+  });
 }
 
 KernelStats Kernel::stats() const {
@@ -779,11 +1021,12 @@ KernelStats Kernel::stats() const {
   s.calls = k.calls;
   s.hits = k.hits;
   s.misses = k.misses;
+  s.disk_hits = k.disk_hits;
   s.evictions = k.evictions;
   std::lock_guard<std::mutex> lock(k.mutex);
   s.compile = k.times;
   s.reasons = k.reasons;
-  s.variants = k.misses - k.evictions;
+  s.variants = s.misses + s.disk_hits - s.evictions;
   return s;
 }
 

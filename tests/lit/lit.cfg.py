@@ -14,6 +14,8 @@ config.environment["PATH"] = os.pathsep.join(
     [config.primjit_bin_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]
 )
 config.environment["PRIMJIT_LOG"] = "off"
+# Tests do not read or write the user's persistent cache.
+config.environment["PRIMJIT_CACHE"] = "0"
 for name in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "HOME"):
     if name in os.environ:
         config.environment[name] = os.environ[name]

@@ -3,11 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "primjit/error.h"
 
 namespace primjit::test {
+
+/// Unit tests never read or write the user's persistent cache: counts of compiles must not
+/// depend on earlier runs. (Tests of the disk cache enable it with their own directory.)
+inline const bool kNoUserDiskCache = [] { return setenv("PRIMJIT_CACHE", "0", 1) == 0; }();
 
 /// Runs `f` and returns the message of the primjit::Error it throws, or "" when it does not.
 template <typename F>

@@ -29,6 +29,8 @@ TEST_F(LogTest, ParsesTheDocumentedLevels) {
   LogLevel level = LogLevel::kDebug;
   ASSERT_TRUE(parse_log_level("off", &level));
   EXPECT_EQ(level, LogLevel::kOff);
+  ASSERT_TRUE(parse_log_level("warning", &level));
+  EXPECT_EQ(level, LogLevel::kWarning);
   ASSERT_TRUE(parse_log_level("INFO", &level));
   EXPECT_EQ(level, LogLevel::kInfo);
   ASSERT_TRUE(parse_log_level("debug", &level));
@@ -80,6 +82,16 @@ TEST(LogEnvironment, LevelComesFromPrimjitLog) {
       ::testing::ExitedWithCode(0), "");
 }
 
+TEST(LogEnvironment, WarningsAreOnByDefault) {
+  EXPECT_EXIT(
+      {
+        unsetenv("PRIMJIT_LOG");
+        detail::g_log_level.store(-1);
+        std::_Exit(log_level() == LogLevel::kWarning ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
 TEST(LogEnvironment, BadValueWarnsAndStaysOff) {
   EXPECT_EXIT(
       {
@@ -87,7 +99,7 @@ TEST(LogEnvironment, BadValueWarnsAndStaysOff) {
         detail::g_log_level.store(-1);
         std::_Exit(log_level() == LogLevel::kOff ? 0 : 1);
       },
-      ::testing::ExitedWithCode(0), "PRIMJIT_LOG='loud' is not one of off, info, debug");
+      ::testing::ExitedWithCode(0), "PRIMJIT_LOG='loud' is not one of off, warning, info, debug");
 }
 
 TEST(LogEnvironment, DefaultSinkWritesPrefixedLinesToStderr) {

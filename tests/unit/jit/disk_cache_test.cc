@@ -1,0 +1,607 @@
+// The persistent disk cache: the file format and its checks, the Jit's use of it across
+// processes (the tests spawn copies of this test program), corruption recovery, concurrent
+// writers, the size cap; prewarm and compile_async.
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "jit/runtime/disk_cache.h"
+#include "primjit/ir/text.h"
+#include "primjit/jit.h"
+#include "primjit/log.h"
+#include "primjit/tensor.h"
+#include "primjit/version.h"
+
+extern char** environ;
+
+namespace primjit {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh, empty directory removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    static int count = 0;
+    path_ = fs::temp_directory_path() / ("primjit_disk_cache_test." + std::to_string(::getpid()) +
+                                         "." + std::to_string(count++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string str() const { return path_.string(); }
+  std::vector<fs::path> files(const std::string& extension = ".pjv") const {
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(path_)) {
+      if (e.path().extension() == extension) out.push_back(e.path());
+    }
+    return out;
+  }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_bytes(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+jit::CachedVariant sample_variant() {
+  jit::CachedVariant v;
+  v.host.object = std::string(
+      "\x7f"
+      "ELF object bytes\0with a NUL",
+      27);
+  v.host.suffix = ".pj0123456789abcdef";
+  v.host.functions = {{"main", "main"}, {"helper", "helper_sym"}};
+  v.host.launched_kernels = {"main_kernel"};
+  v.device.ptx = false;
+  v.device.arch = 90;
+  v.device.image = std::string("cubin\0bytes", 11);
+  v.device.kernels = {{"main_kernel", {"blockIdx.x", "threadIdx.x", "tirx.use_dyn_shared_memory"}}};
+  return v;
+}
+
+void expect_same(const jit::CachedVariant& a, const jit::CachedVariant& b) {
+  EXPECT_EQ(a.host.object, b.host.object);
+  EXPECT_EQ(a.host.suffix, b.host.suffix);
+  EXPECT_EQ(a.host.functions, b.host.functions);
+  EXPECT_EQ(a.host.launched_kernels, b.host.launched_kernels);
+  EXPECT_EQ(a.device.ptx, b.device.ptx);
+  EXPECT_EQ(a.device.arch, b.device.arch);
+  EXPECT_EQ(a.device.image, b.device.image);
+  ASSERT_EQ(a.device.kernels.size(), b.device.kernels.size());
+  for (size_t i = 0; i < a.device.kernels.size(); ++i) {
+    EXPECT_EQ(a.device.kernels[i].name, b.device.kernels[i].name);
+    EXPECT_EQ(a.device.kernels[i].launch_params, b.device.kernels[i].launch_params);
+  }
+}
+
+TEST(DiskCacheFormat, PayloadRoundTrips) {
+  jit::CachedVariant v = sample_variant();
+  std::string payload = jit::encode_variant(v);
+  jit::CachedVariant back;
+  std::string problem;
+  ASSERT_TRUE(jit::decode_variant(payload, &back, &problem)) << problem;
+  expect_same(v, back);
+}
+
+TEST(DiskCacheFormat, EveryTruncationAndTrailingByteIsRejected) {
+  std::string payload = jit::encode_variant(sample_variant());
+  for (size_t n = 0; n < payload.size(); ++n) {
+    jit::CachedVariant back;
+    std::string problem;
+    EXPECT_FALSE(jit::decode_variant(std::string_view(payload).substr(0, n), &back, &problem))
+        << "prefix of " << n << " bytes decoded";
+  }
+  jit::CachedVariant back;
+  std::string problem;
+  EXPECT_FALSE(jit::decode_variant(payload + "x", &back, &problem));
+  EXPECT_NE(problem.find("malformed"), std::string::npos);
+}
+
+TEST(DiskCacheFormat, HashSeesEveryByte) {
+  std::string bytes(1000, 'a');
+  uint64_t h = jit::hash_bytes(bytes);
+  for (size_t i = 0; i < bytes.size(); i += 7) {
+    std::string flipped = bytes;
+    flipped[i] ^= 1;
+    EXPECT_NE(jit::hash_bytes(flipped), h) << "byte " << i;
+  }
+  EXPECT_NE(jit::hash_bytes(bytes.substr(0, 999)), h);
+  EXPECT_NE(jit::hash_bytes(bytes, 1), h);
+}
+
+TEST(DiskCacheFiles, StoreThenLoad) {
+  TempDir dir;
+  jit::DiskCache cache(dir.str(), 1 << 20);
+  EXPECT_EQ(cache.load("key one\n").status, jit::DiskCache::Status::kMissing);
+  std::string problem;
+  ASSERT_TRUE(cache.store("key one\n", sample_variant(), &problem)) << problem;
+  jit::DiskCache::Lookup found = cache.load("key one\n");
+  ASSERT_EQ(found.status, jit::DiskCache::Status::kHit) << found.problem;
+  expect_same(found.variant, sample_variant());
+  EXPECT_EQ(cache.load("key two\n").status, jit::DiskCache::Status::kMissing);
+  EXPECT_EQ(dir.files().size(), 1u);
+  EXPECT_TRUE(dir.files(".tmp").empty());
+}
+
+// Each kind of damage is reported with what is wrong, and the entry is not used.
+TEST(DiskCacheFiles, DamagedFilesAreRejectedWithAReason) {
+  TempDir dir;
+  jit::DiskCache cache(dir.str(), 1 << 20);
+  const std::string key = "primjit 1\nllvm 19\nkey 8\n";
+  std::string problem;
+  ASSERT_TRUE(cache.store(key, sample_variant(), &problem));
+  const fs::path path = cache.path_of(key);
+  const std::string good = read_bytes(path);
+
+  auto expect_rejected = [&](const std::string& bytes, const std::string& why) {
+    write_bytes(path, bytes);
+    jit::DiskCache::Lookup found = cache.load(key);
+    EXPECT_EQ(found.status, jit::DiskCache::Status::kRejected) << why;
+    EXPECT_NE(found.problem.find(why), std::string::npos) << found.problem;
+    EXPECT_NE(found.problem.find(path.string()), std::string::npos) << found.problem;
+  };
+  for (size_t at : {good.size() - 1, good.size() / 2, size_t{50}}) {
+    std::string flipped = good;
+    flipped[at] ^= 0x10;
+    expect_rejected(flipped, "checksum");
+  }
+  expect_rejected(good.substr(0, good.size() - 3), "truncated");
+  expect_rejected(good.substr(0, 20), "not a primjit cache file");
+  expect_rejected(good + "extra", "truncated or has trailing bytes");
+  expect_rejected(std::string(4096, '\x5a'), "not a primjit cache file");
+  expect_rejected("", "not a primjit cache file");
+
+  // A valid file for another key at this key's path (another version wrote it).
+  jit::DiskCache other(dir.str() + "/other", 1 << 20);
+  ASSERT_TRUE(other.store("primjit 2\nllvm 19\nkey 8\n", sample_variant(), &problem));
+  expect_rejected(read_bytes(other.path_of("primjit 2\nllvm 19\nkey 8\n")),
+                  "expected 'primjit 1', found 'primjit 2'");
+
+  write_bytes(path, good);  // and the good file still loads
+  EXPECT_EQ(cache.load(key).status, jit::DiskCache::Status::kHit);
+}
+
+TEST(DiskCacheFiles, SizeCapRemovesTheLeastRecentlyUsed) {
+  TempDir dir;
+  std::string payload = jit::encode_variant(sample_variant());
+  // Room for about three entries.
+  jit::DiskCache cache(dir.str(), 3 * (payload.size() + 100));
+  std::string problem;
+  auto age = [&](const std::string& key, int seconds_ago) {
+    fs::last_write_time(cache.path_of(key),
+                        fs::file_time_type::clock::now() - std::chrono::seconds(seconds_ago));
+  };
+  ASSERT_TRUE(cache.store("a\n", sample_variant(), &problem));
+  age("a\n", 300);
+  ASSERT_TRUE(cache.store("b\n", sample_variant(), &problem));
+  age("b\n", 200);
+  ASSERT_TRUE(cache.store("c\n", sample_variant(), &problem));
+  age("c\n", 100);
+  ASSERT_EQ(cache.load("a\n").status, jit::DiskCache::Status::kHit);  // a is now the newest
+  ASSERT_TRUE(cache.store("d\n", sample_variant(), &problem));
+  EXPECT_EQ(dir.files().size(), 3u);
+  EXPECT_EQ(cache.load("b\n").status, jit::DiskCache::Status::kMissing);  // the oldest went
+  EXPECT_EQ(cache.load("a\n").status, jit::DiskCache::Status::kHit);
+  EXPECT_EQ(cache.load("c\n").status, jit::DiskCache::Status::kHit);
+  EXPECT_EQ(cache.load("d\n").status, jit::DiskCache::Status::kHit);
+}
+
+TEST(DiskCacheFiles, UncreatableDirectoryIsAnError) {
+  TempDir dir;
+  write_bytes(dir.str() + "/file", "x");
+  try {
+    jit::DiskCache cache(dir.str() + "/file/sub", 1 << 20);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot create the disk cache directory"),
+              std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("PRIMJIT_CACHE_DIR"), std::string::npos);
+  }
+}
+
+// --- the Jit with a disk cache ---------------------------------------------------------------
+
+PrimFunc axpb_function() {
+  return parse(R"(
+@T.prim_func
+def axpb(a: T.handle, b: T.handle, s: T.float32):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    for i in range(n):
+        B[i] = A[i] * s + T.float32(1)
+)")
+      ->lookup("axpb");
+}
+
+const int64_t kSizes[] = {8, 16, 24};
+
+// Calls the kernel once per size and checks each result; true when all are right.
+bool run_sizes(const Kernel& k) {
+  bool ok = true;
+  for (int64_t n : kSizes) {
+    Tensor a = Tensor::zeros({n}, DataType::Float(32)), b = Tensor::zeros({n}, DataType::Float(32));
+    std::iota(a.data<float>(), a.data<float>() + n, 1.0f);
+    k(a, b, 3.0f);
+    for (int64_t i = 0; i < n; ++i) ok &= b.data<float>()[i] == a.data<float>()[i] * 3.0f + 1.0f;
+  }
+  return ok;
+}
+
+JitOptions on_disk(const std::string& dir) {
+  JitOptions o;
+  o.disk_cache = DiskCacheMode::kEnabled;
+  o.cache_dir = dir;
+  return o;
+}
+
+// Collects warnings while alive.
+class Warnings {
+ public:
+  Warnings() : saved_(log_level()) {
+    set_log_level(LogLevel::kWarning);
+    set_log_sink([this](LogLevel level, std::string_view text) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (level == LogLevel::kWarning) lines_.emplace_back(text);
+    });
+  }
+  ~Warnings() {
+    set_log_sink({});
+    set_log_level(saved_);
+  }
+  std::vector<std::string> lines() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return lines_;
+  }
+
+ private:
+  LogLevel saved_;
+  std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+// The child process: runs the three sizes against PRIMJIT_TEST_CHILD_DIR and writes its stats
+// to PRIMJIT_TEST_CHILD_OUT. Run only by the tests below (it is disabled otherwise).
+TEST(DiskCacheChild, DISABLED_Run) {
+  const char* dir = std::getenv("PRIMJIT_TEST_CHILD_DIR");
+  const char* out = std::getenv("PRIMJIT_TEST_CHILD_OUT");
+  ASSERT_TRUE(dir != nullptr && out != nullptr);
+  Jit jit(on_disk(dir));
+  Kernel k = jit.kernel(axpb_function());
+  bool ok = run_sizes(k);
+  KernelStats s = k.stats();
+  std::ofstream(out) << s.misses << " " << s.disk_hits << " " << s.compile.host_ms << " "
+                     << s.compile.passes_ms << " " << ok << "\n";
+}
+
+struct ChildStats {
+  uint64_t misses = 0, disk_hits = 0;
+  double host_ms = -1, passes_ms = -1;
+  int ok = 0;
+};
+
+// Starts this program as a child running DiskCacheChild.Run; returns its pid.
+pid_t spawn_child(const std::string& dir, const std::string& out) {
+  std::vector<std::string> env_strings = {"PRIMJIT_TEST_CHILD_DIR=" + dir,
+                                          "PRIMJIT_TEST_CHILD_OUT=" + out};
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "PRIMJIT_TEST_CHILD_", 19) != 0) env_strings.emplace_back(*e);
+  }
+  std::vector<char*> env;
+  for (std::string& s : env_strings) env.push_back(s.data());
+  env.push_back(nullptr);
+  std::string self = fs::read_symlink("/proc/self/exe").string();
+  std::string filter = "--gtest_filter=DiskCacheChild.DISABLED_Run";
+  std::string disabled = "--gtest_also_run_disabled_tests";
+  std::string brief = "--gtest_brief=1";
+  char* argv[] = {self.data(), filter.data(), disabled.data(), brief.data(), nullptr};
+  pid_t pid = 0;
+  EXPECT_EQ(posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, env.data()), 0);
+  return pid;
+}
+
+ChildStats wait_child(pid_t pid, const std::string& out) {
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  ChildStats s;
+  std::ifstream in(out);
+  in >> s.misses >> s.disk_hits >> s.host_ms >> s.passes_ms >> s.ok;
+  EXPECT_TRUE(in.good() || in.eof()) << "no stats from the child";
+  return s;
+}
+
+TEST(JitDiskCache, SecondProcessLoadsEveryVariantWithoutCompiling) {
+  TempDir dir;
+  {
+    Jit jit(on_disk(dir.str()));
+    Kernel k = jit.kernel(axpb_function());
+    ASSERT_TRUE(run_sizes(k));
+    KernelStats s = k.stats();
+    EXPECT_EQ(s.misses, 3u);
+    EXPECT_EQ(s.disk_hits, 0u);
+    EXPECT_GT(s.compile.disk_ms, 0.0);  // the writes
+  }
+  EXPECT_EQ(dir.files().size(), 3u);
+  std::string out = dir.str() + "/child.out";
+  ChildStats child = wait_child(spawn_child(dir.str(), out), out);
+  EXPECT_EQ(child.ok, 1);
+  EXPECT_EQ(child.misses, 0u);
+  EXPECT_EQ(child.disk_hits, 3u);
+  EXPECT_EQ(child.host_ms, 0.0);    // no LLVM code generation
+  EXPECT_EQ(child.passes_ms, 0.0);  // not even lowering
+}
+
+TEST(JitDiskCache, DiskHitsAreCountedApartFromMemoryHits) {
+  TempDir dir;
+  {
+    Jit jit(on_disk(dir.str()));
+    ASSERT_TRUE(run_sizes(jit.kernel(axpb_function())));
+  }
+  Jit jit(on_disk(dir.str()));
+  Kernel k = jit.kernel(axpb_function());
+  ASSERT_TRUE(run_sizes(k));
+  ASSERT_TRUE(run_sizes(k));
+  KernelStats s = k.stats();
+  EXPECT_EQ(s.calls, 6u);
+  EXPECT_EQ(s.disk_hits, 3u);
+  EXPECT_EQ(s.hits, 3u);
+  EXPECT_EQ(s.misses, 0u);
+  EXPECT_EQ(s.variants, 3u);
+  EXPECT_GT(s.compile.disk_ms, 0.0);
+  EXPECT_EQ(s.compile.host_ms, 0.0);
+  ASSERT_EQ(s.reasons.size(), 3u);
+  EXPECT_EQ(s.reasons[0], "first call (disk cache)");
+}
+
+// Flipped byte, truncation, garbage, another version: each is reported, compiled again,
+// replaced by a good entry, and the results stay right.
+TEST(JitDiskCache, DamagedEntriesAreRecompiledAndReplaced) {
+  auto mutations = std::vector<std::pair<std::string, std::function<std::string(std::string)>>>{
+      {"flipped byte",
+       [](std::string b) {
+         b[b.size() / 2] ^= 0x40;
+         return b;
+       }},
+      {"truncated", [](std::string b) { return b.substr(0, b.size() * 2 / 3); }},
+      {"garbage", [](std::string) { return std::string(1000, '\x13'); }},
+      {"other version",
+       [](std::string b) {
+         // Rewrite the key's primjit version and make the checksum match again, so only the
+         // version tells the entry apart.
+         uint64_t key_size = 0, payload_size = 0;
+         std::memcpy(&key_size, b.data() + 16, 8);
+         std::memcpy(&payload_size, b.data() + 24, 8);
+         std::string key = b.substr(40, key_size), payload = b.substr(40 + key_size);
+         std::string mine = std::string("\nprimjit ") + version() + "\n";
+         size_t at = key.find(mine);
+         if (at == std::string::npos) return std::string("version line not found");
+         key.replace(at, mine.size(), "\nprimjit 0.0.0-other\n");
+         uint64_t size = key.size();
+         uint64_t sum = jit::hash_bytes(payload, jit::hash_bytes(key));
+         std::memcpy(b.data() + 16, &size, 8);
+         std::memcpy(b.data() + 32, &sum, 8);
+         return b.substr(0, 40) + key + payload;
+       }},
+  };
+  for (const auto& [what, mutate] : mutations) {
+    SCOPED_TRACE(what);
+    TempDir dir;
+    {
+      Jit jit(on_disk(dir.str()));
+      ASSERT_TRUE(run_sizes(jit.kernel(axpb_function())));
+    }
+    std::vector<fs::path> files = dir.files();
+    ASSERT_EQ(files.size(), 3u);
+    for (const fs::path& f : files) write_bytes(f, mutate(read_bytes(f)));
+    {
+      Warnings warnings;
+      Jit jit(on_disk(dir.str()));
+      Kernel k = jit.kernel(axpb_function());
+      EXPECT_TRUE(run_sizes(k));
+      KernelStats s = k.stats();
+      EXPECT_EQ(s.misses, 3u);
+      EXPECT_EQ(s.disk_hits, 0u);
+      std::vector<std::string> lines = warnings.lines();
+      ASSERT_EQ(lines.size(), 3u);
+      EXPECT_NE(lines[0].find("disk cache entry"), std::string::npos) << lines[0];
+      EXPECT_NE(lines[0].find("compiling kernel 'axpb' again and replacing the entry"),
+                std::string::npos)
+          << lines[0];
+      if (what == "other version") {
+        EXPECT_NE(lines[0].find("found 'primjit 0.0.0-other'"), std::string::npos) << lines[0];
+      }
+    }
+    Jit jit(on_disk(dir.str()));  // replaced: good entries again
+    Kernel k = jit.kernel(axpb_function());
+    EXPECT_TRUE(run_sizes(k));
+    EXPECT_EQ(k.stats().disk_hits, 3u);
+    EXPECT_EQ(dir.files().size(), 3u);
+  }
+}
+
+TEST(JitDiskCache, TwoProcessesWritingTheSameKeysBothSucceed) {
+  TempDir dir;
+  std::string out1 = dir.str() + "/one.out", out2 = dir.str() + "/two.out";
+  pid_t p1 = spawn_child(dir.str(), out1);
+  pid_t p2 = spawn_child(dir.str(), out2);
+  ChildStats c1 = wait_child(p1, out1), c2 = wait_child(p2, out2);
+  EXPECT_EQ(c1.ok, 1);
+  EXPECT_EQ(c2.ok, 1);
+  EXPECT_EQ(c1.misses + c1.disk_hits, 3u);
+  EXPECT_EQ(c2.misses + c2.disk_hits, 3u);
+  EXPECT_EQ(dir.files().size(), 3u);
+  EXPECT_TRUE(dir.files(".tmp").empty());
+  Jit jit(on_disk(dir.str()));  // whichever rename won, each file is valid
+  Kernel k = jit.kernel(axpb_function());
+  EXPECT_TRUE(run_sizes(k));
+  EXPECT_EQ(k.stats().disk_hits, 3u);
+}
+
+TEST(JitDiskCache, EnvironmentCanTurnItOff) {
+  TempDir dir;
+  const char* saved = std::getenv("PRIMJIT_CACHE");
+  std::string saved_value = saved != nullptr ? saved : "";
+  setenv("PRIMJIT_CACHE", "0", 1);
+  JitOptions o = on_disk(dir.str());
+  o.disk_cache = DiskCacheMode::kEnvironment;
+  {
+    Jit jit(o);
+    ASSERT_TRUE(run_sizes(jit.kernel(axpb_function())));
+  }
+  EXPECT_TRUE(dir.files().empty());
+  setenv("PRIMJIT_CACHE", "1", 1);
+  {
+    Jit jit(o);
+    ASSERT_TRUE(run_sizes(jit.kernel(axpb_function())));
+  }
+  EXPECT_EQ(dir.files().size(), 3u);
+  o.disk_cache = DiskCacheMode::kDisabled;
+  {
+    Jit jit(o);
+    Kernel k = jit.kernel(axpb_function());
+    ASSERT_TRUE(run_sizes(k));
+    EXPECT_EQ(k.stats().disk_hits, 0u);
+  }
+  if (saved != nullptr) {
+    setenv("PRIMJIT_CACHE", saved_value.c_str(), 1);
+  } else {
+    unsetenv("PRIMJIT_CACHE");
+  }
+}
+
+TEST(JitDiskCache, OtherOptionsAndFunctionsGetTheirOwnEntries) {
+  TempDir dir;
+  {
+    Jit jit(on_disk(dir.str()));
+    ASSERT_TRUE(run_sizes(jit.kernel(axpb_function())));
+    ASSERT_TRUE(run_sizes(jit.kernel(axpb_function(), {.policy = Policy::kDynamic})));
+  }
+  EXPECT_EQ(dir.files().size(), 4u);  // three exact variants and the dynamic one
+  {
+    JitOptions o2 = on_disk(dir.str());
+    o2.opt_level = 1;  // other code: its own entries
+    Jit jit(o2);
+    Kernel k = jit.kernel(axpb_function());
+    ASSERT_TRUE(run_sizes(k));
+    EXPECT_EQ(k.stats().misses, 3u);
+  }
+  EXPECT_EQ(dir.files().size(), 7u);
+  // emu variants compile nothing and are not stored.
+  Jit jit(on_disk(dir.str()));
+  Kernel emu = jit.kernel(axpb_function(), {.target = Target::emu()});
+  ASSERT_TRUE(run_sizes(emu));
+  EXPECT_EQ(emu.stats().disk_hits, 0u);
+  EXPECT_EQ(dir.files().size(), 7u);
+}
+
+// --- prewarm and compile_async -----------------------------------------------------------------
+
+Signature signature(int64_t n) {
+  return {ArgSpec::tensor(DataType::Float(32), {n}), ArgSpec::tensor(DataType::Float(32), {n}),
+          ArgSpec::scalar(DataType::Float(32))};
+}
+
+TEST(JitPrewarm, CompilesWhatLaterCallsUse) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(axpb_function());
+  k.prewarm({signature(8), signature(16), signature(24)});
+  KernelStats before = k.stats();
+  EXPECT_EQ(before.misses, 3u);
+  EXPECT_EQ(before.calls, 0u);
+  EXPECT_EQ(before.variants, 3u);
+  ASSERT_TRUE(run_sizes(k));
+  KernelStats after = k.stats();
+  EXPECT_EQ(after.misses, 3u);  // the calls compiled nothing
+  EXPECT_EQ(after.hits, 3u);
+  k.prewarm({signature(8)});  // already there: nothing happens
+  EXPECT_EQ(k.stats().misses, 3u);
+}
+
+TEST(JitPrewarm, CompileAsyncMakesTheSameVariantAsACall) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel lazy = jit.kernel(axpb_function());
+  ASSERT_TRUE(run_sizes(lazy));
+  Jit jit2(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit2.kernel(axpb_function());
+  std::vector<std::future<void>> futures;
+  for (int64_t n : kSizes) futures.push_back(k.compile_async(signature(n)));
+  for (auto& f : futures) f.get();
+  EXPECT_EQ(k.stats().misses, 3u);
+  EXPECT_EQ(k.stats().reasons.size(), 3u);
+  ASSERT_TRUE(run_sizes(k));
+  EXPECT_EQ(k.stats().misses, 3u);
+  EXPECT_EQ(k.stats().hits, 3u);
+  // The same variants: the same keys, so the lazy kernel's reasons match up.
+  EXPECT_EQ(lazy.stats().misses, k.stats().misses);
+}
+
+TEST(JitPrewarm, BadSignaturesAreErrorsNamingTheArgument) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(axpb_function());
+  try {
+    k.prewarm({signature(8),
+               {ArgSpec::tensor(DataType::Float(32), {8}),
+                ArgSpec::tensor(DataType::Float(32), {9}), ArgSpec::scalar(DataType::Float(32))}});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'B'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("got 9"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(k.stats().misses, 1u);  // the good signature still compiled
+  std::future<void> f = k.compile_async({ArgSpec::scalar(DataType::Float(32))});
+  EXPECT_THROW(f.get(), Error);
+  try {
+    k.compile_async({ArgSpec::scalar(DataType::Float(32)), ArgSpec::scalar(DataType::Float(32)),
+                     ArgSpec::scalar(DataType::Float(32))})
+        .get();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected a tensor"), std::string::npos) << e.what();
+  }
+}
+
+TEST(JitPrewarm, WritesToTheDiskCacheForLaterProcesses) {
+  TempDir dir;
+  {
+    Jit jit(on_disk(dir.str()));
+    jit.kernel(axpb_function()).prewarm({signature(8), signature(16), signature(24)});
+  }
+  EXPECT_EQ(dir.files().size(), 3u);
+  std::string out = dir.str() + "/child.out";
+  ChildStats child = wait_child(spawn_child(dir.str(), out), out);
+  EXPECT_EQ(child.ok, 1);
+  EXPECT_EQ(child.disk_hits, 3u);
+  EXPECT_EQ(child.misses, 0u);
+}
+
+}  // namespace
+}  // namespace primjit
