@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <future>
 #include <map>
 #include <mutex>
@@ -49,8 +50,10 @@ struct KeyBuffer {
   std::vector<int64_t> overflow;
   size_t size = 0;
 
+  // Only with room (the fast path checks the key's size once per kernel).
+  void push_inline(int64_t v) { inline_values[size++] = v; }
   void push(int64_t v) {
-    if (size < kInlineKey) {
+    if (size < kInlineKey) [[likely]] {
       inline_values[size++] = v;
       return;
     }
@@ -134,33 +137,154 @@ std::shared_ptr<Variant> variant_of(const Entry& entry) {
   return outcome.variant;
 }
 
-// The kernel's last variant. A spin lock around a shared_ptr copy: the critical section is a
-// reference count update, and unlike libstdc++ 12's atomic<shared_ptr> it is visible to
-// ThreadSanitizer.
-class LastVariant {
+namespace {
+PJValue run_variant(const Variant& v, std::span<const Arg> args);
+}  // namespace
+
+// A small index owned by the calling thread while it lives (-1 beyond kThreadSlots threads):
+// each thread gets its own slot in every kernel's LastVariant.
+constexpr int kThreadSlots = 64;
+
+class ThreadSlots {
  public:
-  std::shared_ptr<Variant> load() const {
-    lock();
-    std::shared_ptr<Variant> out = value_;
-    unlock();
-    return out;
+  static int mine() {
+    thread_local Holder holder;
+    return holder.slot;
   }
-  void store(std::shared_ptr<Variant> v) {
-    lock();
-    value_.swap(v);
-    unlock();
-  }  // the old value is released here, outside the lock
+  // One more than the highest slot ever handed out: slots at or above it were never used.
+  static int high_water() { return high_water_.load(std::memory_order_seq_cst); }
 
  private:
-  void lock() const {
-    while (busy_.exchange(true, std::memory_order_acquire)) {
-      while (busy_.load(std::memory_order_relaxed)) {
+  struct Holder {
+    int slot = acquire();
+    ~Holder() { release(slot); }
+  };
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static uint64_t& used() {
+    static uint64_t bits = 0;
+    return bits;
+  }
+  static int acquire() {
+    std::lock_guard<std::mutex> lock(mutex());
+    for (int i = 0; i < kThreadSlots; ++i) {
+      if (!(used() >> i & 1)) {
+        used() |= uint64_t{1} << i;
+        if (i >= high_water_.load()) high_water_.store(i + 1, std::memory_order_seq_cst);
+        return i;
       }
     }
+    return -1;
   }
-  void unlock() const { busy_.store(false, std::memory_order_release); }
-  mutable std::atomic<bool> busy_{false};
-  std::shared_ptr<Variant> value_;
+  static void release(int slot) {
+    if (slot < 0) return;
+    std::lock_guard<std::mutex> lock(mutex());
+    used() &= ~(uint64_t{1} << slot);
+  }
+  static inline std::atomic<int> high_water_{0};
+};
+
+// The kernel's last variant, which a cached call with the same key runs without a lock or a
+// reference count: each thread announces itself in its own slot (one locked increment) before
+// it reads the variant pointer, and a replaced variant is released only once every call that
+// might still run it has left. Threads beyond kThreadSlots take the locked path (load()).
+class LastVariant {
+ public:
+  LastVariant() = default;
+  ~LastVariant() = default;  // no calls are in flight when a kernel is destroyed
+
+  // Runs the last variant when its key is `key`; false (nothing run) otherwise.
+  bool try_run(const KeyBuffer& key, std::span<const Arg> args, PJValue* out) {
+    int s = ThreadSlots::mine();
+    if (s < 0) return false;
+    Slot& slot = slots_[s];
+    slot.entered.fetch_add(1, std::memory_order_seq_cst);  // before the pointer is read
+    struct Leave {
+      Slot& slot;
+      ~Leave() {
+        slot.exited.store(slot.exited.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_release);
+      }
+    } leave{slot};
+    Variant* v = ptr_.load(std::memory_order_seq_cst);
+    if (v == nullptr || !key.equals(v->key)) return false;
+    slot.hits.store(slot.hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    *out = run_variant(*v, args);
+    return true;
+  }
+
+  std::shared_ptr<Variant> load() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return owner_;
+  }
+
+  void store(std::shared_ptr<Variant> v) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (owner_ == v) return;
+    std::shared_ptr<Variant> old = std::move(owner_);
+    owner_ = std::move(v);
+    ptr_.store(owner_.get(), std::memory_order_seq_cst);  // before the slots are read
+    reclaim();
+    if (old == nullptr) return;
+    while (retired_count_ == kMaxRetired) {  // calls that started long ago are still running
+      std::this_thread::yield();
+      reclaim();
+    }
+    // Slots above the high-water mark have no calls in flight: their threads got them after
+    // this point and will read the new pointer.
+    Retired& r = retired_[retired_count_++];
+    r.variant = std::move(old);
+    r.slots = ThreadSlots::high_water();
+    for (int i = 0; i < r.slots; ++i) r.wait[i] = slots_[i].entered.load();
+    reclaim();
+  }
+
+  // Calls that ran the last variant without a lock.
+  uint64_t fast_hits() const {
+    uint64_t n = 0;
+    for (const Slot& slot : slots_) n += slot.hits.load(std::memory_order_relaxed);
+    return n;
+  }
+
+ private:
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> entered{0};
+    std::atomic<uint64_t> exited{0};  // written only by the slot's thread
+    std::atomic<uint64_t> hits{0};    // written only by the slot's thread
+  };
+  struct Retired {
+    std::shared_ptr<Variant> variant;
+    int slots = 0;  // the slots that mattered
+    uint64_t wait[kThreadSlots];
+  };
+  static constexpr int kMaxRetired = 8;
+
+  // Releases each retired variant whose slots have all left as often as they had entered
+  // when it was retired (unloading it when that was its last reference).
+  void reclaim() {
+    for (int j = 0; j < retired_count_;) {
+      Retired& r = retired_[j];
+      bool done = true;
+      for (int i = 0; i < r.slots && done; ++i) {
+        done = slots_[i].exited.load(std::memory_order_acquire) >= r.wait[i];
+      }
+      if (!done) {
+        ++j;
+        continue;
+      }
+      r.variant.reset();
+      if (j != retired_count_ - 1) std::swap(r, retired_[retired_count_ - 1]);
+      --retired_count_;
+    }
+  }
+  std::atomic<Variant*> ptr_{nullptr};
+  Slot slots_[kThreadSlots];
+  std::mutex mutex_;
+  std::shared_ptr<Variant> owner_;  // keeps ptr_ alive
+  Retired retired_[kMaxRetired];    // fixed: replacing the last variant never allocates
+  int retired_count_ = 0;
 };
 
 struct Jit::State {
@@ -191,9 +315,21 @@ struct Kernel::State {
   uint64_t fingerprint = 0;
   std::vector<ParamInfo> params;
 
+  // What a cached call checks, as plain integers (see fast_key).
+  struct FastParam {
+    bool tensor = false;
+    uint32_t dtype = 0;  // the DLDataType's bytes
+    int32_t ndim = 0;
+    int32_t device = 0;
+  };
+  std::vector<FastParam> fast;
+  bool fast_ok = false;                    // keys fit inline, at most 64 dimensions
+  std::atomic<uint64_t> symbolic_mask{0};  // kAuto: symbolic dimensions, in key order
+  std::atomic<uint64_t> slow_calls{0};
+
   LastVariant last;
 
-  std::atomic<uint64_t> calls{0}, hits{0}, misses{0}, disk_hits{0}, evictions{0};
+  std::atomic<uint64_t> hits{0}, misses{0}, disk_hits{0}, evictions{0};  // + last.fast_hits()
   std::atomic<uint64_t> dump_count{0};
   std::mutex mutex;  // guards the fields below
   StageTimes times;
@@ -583,17 +719,13 @@ PJValue run_interpreted(const Variant& v, std::span<const Arg> args) {
   return out;
 }
 
+static_assert(sizeof(Arg) == sizeof(PJValue) && std::is_standard_layout_v<Arg>,
+              "an Arg is a PJValue: arguments go to compiled code as they are");
+
 PJValue run_variant(const Variant& v, std::span<const Arg> args) {
   if (v.interpreter != nullptr) return run_interpreted(v, args);
-  PJValue stack[16];
-  std::vector<PJValue> heap;
-  PJValue* values = stack;
-  if (args.size() > 16) {
-    heap.resize(args.size());
-    values = heap.data();
-  }
-  for (size_t i = 0; i < args.size(); ++i) values[i] = args[i].value;
-  return jit::call_packed(v.entry, values, static_cast<int32_t>(args.size()));
+  return jit::call_packed(v.entry, reinterpret_cast<const PJValue*>(args.data()),
+                          static_cast<int32_t>(args.size()));
 }
 
 }  // namespace
@@ -726,6 +858,22 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
     }
     state->params.push_back(std::move(info));
   }
+  size_t key_size = 0, dims = 0;
+  for (const ParamInfo& p : state->params) {
+    Kernel::State::FastParam fp;
+    if (p.buffer.defined()) {
+      DLDataType dt{static_cast<uint8_t>(p.dtype.dlpack_code()),
+                    static_cast<uint8_t>(p.dtype.bits()), static_cast<uint16_t>(p.dtype.lanes())};
+      fp.tensor = true;
+      std::memcpy(&fp.dtype, &dt, sizeof(fp.dtype));
+      fp.ndim = static_cast<int32_t>(p.buffer->shape.size());
+      fp.device = target->kind == "cuda" ? kDLCUDA : kDLCPU;
+      key_size += 2 + p.buffer->shape.size();
+      dims += p.buffer->shape.size();
+    }
+    state->fast.push_back(fp);
+  }
+  state->fast_ok = key_size <= kInlineKey && dims <= 64;
   PRIMJIT_LOG_DEBUG << "kernel '" << name << "' for " << target.str();
   return Kernel(std::move(state));
 }
@@ -741,6 +889,75 @@ static void forget_failed_compile(Jit::State& jit, Kernel::State& k, uint64_t ha
   }
   std::lock_guard<std::mutex> lock(k.mutex);
   k.compiled_keys.pop_back();
+}
+
+// kAuto's symbolic dimensions as bits, in the order their values appear in the key.
+static uint64_t symbolic_mask(const Kernel::State& k) {
+  uint64_t mask = 0;
+  size_t bit = 0;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    if (!k.params[i].buffer.defined()) continue;
+    for (size_t d = 0; d < k.params[i].buffer->shape.size(); ++d, ++bit) {
+      if (bit < 64 && k.symbolic.count({i, d})) mask |= uint64_t{1} << bit;
+    }
+  }
+  return mask;
+}
+
+// The key of a call whose arguments pass the cheap checks of a cached call, as build_key makes
+// it; false when anything is unusual (the full checks then run and name the problem). What the
+// cheap checks leave out, the key's equality with an earlier, fully checked call's key implies
+// (shapes against constants and each other), or the compiled code checks (symbolic shapes).
+static inline bool fast_key(const Kernel::State& k, std::span<const Arg> args, KeyBuffer* key) {
+  if (!k.fast_ok || args.size() != k.fast.size()) return false;
+  const bool dynamic =
+      k.options.policy == Policy::kDynamic || k.fell_back.load(std::memory_order_relaxed);
+  const uint64_t mask = k.symbolic_mask.load(std::memory_order_relaxed);
+  size_t bit = 0;
+  int64_t values[kMaxCheckedVars];  // shape variables bound so far
+  uint32_t bound = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const PJValue& v = args[i].value;
+    const Kernel::State::FastParam& p = k.fast[i];
+    if (!p.tensor) {
+      if (v.type_index == kPJDLTensorPtr) return false;
+      continue;
+    }
+    if (v.type_index != kPJDLTensorPtr) return false;
+    const auto* t = static_cast<const DLTensor*>(v.v_ptr);
+    if (t == nullptr || t->data == nullptr || t->ndim != p.ndim ||
+        t->device.device_type != p.device || (p.ndim > 0 && t->shape == nullptr)) {
+      return false;
+    }
+    uint32_t dtype;
+    std::memcpy(&dtype, &t->dtype, sizeof(dtype));
+    if (dtype != p.dtype) return false;
+    key->push_inline((int64_t{t->dtype.code} << 24) | (int64_t{t->dtype.bits} << 16) |
+                     t->dtype.lanes);
+    key->push_inline(t->ndim);
+    for (int d = 0; d < p.ndim; ++d, ++bit) {
+      int64_t extent = t->shape[d];
+      if (extent < 0) return false;
+      if (!dynamic && !(mask >> bit & 1)) {
+        key->push_inline(extent);
+        continue;
+      }
+      // A symbolic dimension is not in the key: check it against its rule here.
+      key->push_inline(kSymbolic);
+      const DimRule& rule = k.params[i].dims[static_cast<size_t>(d)];
+      if (rule.kind == DimRule::kConstant && extent != rule.value) return false;
+      if (rule.kind == DimRule::kVariable) {
+        uint32_t b = uint32_t{1} << rule.variable;
+        if (!(bound & b)) {
+          bound |= b;
+          values[rule.variable] = extent;
+        } else if (values[rule.variable] != extent) {
+          return false;
+        }
+      }
+    }
+  }
+  return true;
 }
 
 // The key of a call under the kernel's policy; returns whether the variant is fully dynamic.
@@ -814,6 +1031,7 @@ static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State
       }
       if (changed) {
         symbolic = k.symbolic;
+        k.symbolic_mask.store(symbolic_mask(k), std::memory_order_relaxed);
         rekey(false);
       }
     }
@@ -920,12 +1138,21 @@ static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State
 PJValue Kernel::call(std::span<const Arg> args) const {
   PRIMJIT_USER_CHECK(state_ != nullptr) << "call of an empty Kernel (use Jit::kernel)";
   State& k = *state_;
-  ++k.calls;
+  // 1. A cached call: cheap checks, then the kernel's last variant, without a lock.
+  bool tried_last = false;
+  {
+    KeyBuffer key;
+    PJValue result;
+    tried_last = fast_key(k, args, &key);
+    if (tried_last && k.last.try_run(key, args, &result)) return result;
+  }
+  ++k.slow_calls;
   check_arguments(k, args);
   KeyBuffer key;
   bool dynamic = build_call_key(k, args, &key);
-  // 1. The kernel's last variant.
-  if (std::shared_ptr<Variant> last = k.last.load(); last && key.equals(last->key)) {
+  // (Threads without a slot, and calls the cheap checks declined, look at the last variant here.)
+  if (std::shared_ptr<Variant> last = tried_last ? nullptr : k.last.load();
+      last && key.equals(last->key)) {
     ++k.hits;
     return run_variant(*last, args);
   }
@@ -1018,8 +1245,9 @@ KernelStats Kernel::stats() const {
   PRIMJIT_USER_CHECK(state_ != nullptr) << "stats of an empty Kernel";
   State& k = *state_;
   KernelStats s;
-  s.calls = k.calls;
-  s.hits = k.hits;
+  uint64_t fast_hits = k.last.fast_hits();
+  s.calls = k.slow_calls + fast_hits;
+  s.hits = k.hits + fast_hits;
   s.misses = k.misses;
   s.disk_hits = k.disk_hits;
   s.evictions = k.evictions;

@@ -250,6 +250,33 @@ TEST(Jit, EvictionWhileAnotherThreadCallsIsSafe) {
   EXPECT_GT(k.stats().evictions, 0u);
 }
 
+// Threads that keep switching shapes replace the kernel's last variant under each other's
+// lock-free calls, while a capacity of two evicts variants: no call may run freed code.
+TEST(Jit, ThreadsSwitchingShapesUnderEvictionAllGetRightResults) {
+  Jit jit({.cache_capacity = 2});
+  Kernel k = jit.kernel(scale_function(), {.recompile_limit = 1000});
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      Pair small(5 + t % 2), large(40 + t / 2);  // four shapes, two cached at a time
+      for (int rep = 0; rep < 60; ++rep) {
+        const Pair& p = rep % 2 ? small : large;
+        float s = static_cast<float>(rep % 7);
+        k(p.a, p.b, s);
+        for (int64_t i = 0; i < p.a.numel(); ++i)
+          bad += p.b.data<float>()[i] != p.a.data<float>()[i] * s;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  KernelStats s = k.stats();
+  EXPECT_EQ(s.calls, 240u);
+  EXPECT_EQ(s.hits + s.misses, 240u);
+  EXPECT_GT(s.evictions, 0u);
+}
+
 TEST(Jit, EmuTargetRunsDeviceKernelsInTheInterpreterWithTheSameCaching) {
   Jit jit;
   Kernel k = jit.kernel(parse(R"(
