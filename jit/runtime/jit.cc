@@ -148,8 +148,11 @@ constexpr int kThreadSlots = 64;
 class ThreadSlots {
  public:
   static int mine() {
-    thread_local Holder holder;
-    return holder.slot;
+    if (t_slot != kUnassigned) [[likely]]
+      return t_slot;
+    thread_local Holder holder;  // gives the slot back when the thread ends
+    t_slot = holder.slot;
+    return t_slot;
   }
   // One more than the highest slot ever handed out: slots at or above it were never used.
   static int high_water() { return high_water_.load(std::memory_order_seq_cst); }
@@ -183,6 +186,8 @@ class ThreadSlots {
     std::lock_guard<std::mutex> lock(mutex());
     used() &= ~(uint64_t{1} << slot);
   }
+  static constexpr int kUnassigned = -2;
+  static inline thread_local int t_slot = kUnassigned;  // plain TLS: no guard on each call
   static inline std::atomic<int> high_water_{0};
 };
 
