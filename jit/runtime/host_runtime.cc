@@ -30,10 +30,13 @@ void set_last_error(std::string message) { t_last_error = std::move(message); }
 PJValue call_packed(PJPackedFunc func, const PJValue* args, int32_t num_args) {
   PJValue result{};
   result.type_index = kPJNone;
-  t_last_error.clear();
-  if (func(nullptr, args, num_args, &result) != 0) {
-    PRIMJIT_USER_ERROR() << (t_last_error.empty() ? "compiled function failed without a message"
-                                                  : t_last_error);
+  // The message is left by the failing call and taken here, so a successful call touches no
+  // thread-local state.
+  if (func(nullptr, args, num_args, &result) != 0) [[unlikely]] {
+    std::string message;
+    message.swap(t_last_error);
+    PRIMJIT_USER_ERROR() << (message.empty() ? "compiled function failed without a message"
+                                             : message);
   }
   return result;
 }
@@ -62,7 +65,9 @@ extern "C" int32_t primjit_rt_parallel_for(int64_t begin, int64_t end,
         for (int64_t i = range.begin(); i != range.end(); ++i) {
           if (body(i, closure) != 0) {
             std::lock_guard<std::mutex> lock(error_mutex);
-            if (!failed.exchange(true)) error = primjit::jit::t_last_error;
+            std::string message;
+            message.swap(primjit::jit::t_last_error);  // this worker's message, taken
+            if (!failed.exchange(true)) error = std::move(message);
             context.cancel_group_execution();
             return;
           }
