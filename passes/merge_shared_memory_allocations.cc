@@ -41,8 +41,12 @@
 //       B[tx] = T.float32(1)
 // (Were both live together, B would be declared with shape (256,) and accessed as B[tx + 128].)
 #include <algorithm>
+#include <array>
+#include <climits>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <queue>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -120,7 +124,8 @@ class LaunchScanner : public StmtExprVisitor {
 
   std::vector<const AllocBuffer*> allocs;
   std::unordered_map<const VarNode*, std::vector<Buffer>> aliases;
-  std::unordered_map<const VarNode*, std::vector<int64_t>> elem_bytes;
+  // The lcm of the element sizes each pointer is accessed with.
+  std::unordered_map<const VarNode*, int64_t> elem_align;
   std::unordered_set<const VarNode*> bare_uses;
   std::unordered_set<const VarNode*> defined_vars;
 
@@ -152,24 +157,24 @@ class LaunchScanner : public StmtExprVisitor {
     StmtExprVisitor::visit(op);
   }
   void visit(const BufferLoad* op) override {
-    elem_bytes[op->buffer->data.get()].push_back(op->buffer->dtype.bytes());
+    accessed(op->buffer->data.get(), op->buffer->dtype.bytes());
     StmtExprVisitor::visit(op);
   }
   void visit(const BufferStore* op) override {
-    elem_bytes[op->buffer->data.get()].push_back(op->buffer->dtype.bytes());
+    accessed(op->buffer->data.get(), op->buffer->dtype.bytes());
     StmtExprVisitor::visit(op);
   }
   void visit(const Call* op) override {
     std::set<size_t> pointer_args;
     if (op->is_op("tvm_access_ptr") && op->args.size() == 5) {
       if (const auto* v = op->args[1].as<VarNode>()) {
-        elem_bytes[v].push_back(access_ptr_unit(op->args[0], v));
+        accessed(v, access_ptr_unit(op->args[0], v));
         pointer_args.insert(1);
       }
     } else if (op->is_op("ptx_cp_async") && op->args.size() >= 4) {
       for (size_t k : {size_t{0}, size_t{2}}) {
         if (const auto* v = op->args[k].as<VarNode>()) {
-          elem_bytes[v].push_back(std::max(1, v->pointee.bytes()));
+          accessed(v, std::max(1, v->pointee.bytes()));
           pointer_args.insert(k);
         }
       }
@@ -181,6 +186,10 @@ class LaunchScanner : public StmtExprVisitor {
   void visit(const VarNode* op) override { bare_uses.insert(op); }
 
  private:
+  void accessed(const VarNode* v, int64_t bytes) {
+    int64_t& a = elem_align.try_emplace(v, 1).first->second;
+    if (bytes > 0 && a % bytes != 0) a = std::lcm(a, bytes);
+  }
   void visit_fields(const Buffer& b) {
     for (const Expr& e : b->shape) visit_expr(e);
     for (const Expr& e : b->strides) visit_expr(e);
@@ -189,14 +198,25 @@ class LaunchScanner : public StmtExprVisitor {
   std::string scope_;
 };
 
-// The pointers of `candidates` that a statement touches (accesses, aliases, calls, bare uses).
-class TouchCollector : public StmtExprVisitor {
+// Live ranges over the points of a launch: for each candidate pointer the first and last point
+// that touches it (accesses, aliases, calls, bare uses), and the point that allocates it.
+class LivenessCollector : public StmtExprVisitor {
  public:
-  explicit TouchCollector(const std::unordered_set<const VarNode*>& candidates)
-      : candidates_(candidates) {}
-  std::set<const VarNode*> touched;
+  using Range = std::pair<int64_t, int64_t>;
+  explicit LivenessCollector(const std::unordered_set<const VarNode*>& candidates)
+      : candidates_(candidates) {
+    touched.reserve(candidates.size());
+    allocated.reserve(candidates.size());
+  }
+  std::unordered_map<const VarNode*, Range> touched, allocated;
 
-  void visit(const AllocBuffer* op) override {}
+  void visit_point(const Stmt& s, int64_t at) {
+    at_ = at;
+    visit_stmt(s);
+  }
+  void visit(const AllocBuffer* op) override {
+    allocated.try_emplace(op->buffer->data.get(), at_, at_);
+  }
   void visit(const BufferLoad* op) override {
     note(op->buffer->data.get());
     StmtExprVisitor::visit(op);
@@ -209,9 +229,11 @@ class TouchCollector : public StmtExprVisitor {
 
  private:
   void note(const VarNode* v) {
-    if (candidates_.count(v) > 0) touched.insert(v);
+    if (candidates_.count(v) == 0) return;
+    touched.try_emplace(v, at_, at_).first->second.second = at_;
   }
   const std::unordered_set<const VarNode*>& candidates_;
+  int64_t at_ = 0;
 };
 
 // The points of a launch body: statements of its sequences, looking through nested launches.
@@ -240,75 +262,101 @@ int64_t planned_size(const Placement& p) {
   return std::max<int64_t>(1, *as_const_int(p.size_bytes));
 }
 
-// Lays out `items` (sorted by first touch): best fit for constant sizes, then one region per
-// symbolic size. Returns the total size in bytes.
-Expr plan(std::vector<Placement>* items, DataType index_type) {
-  std::map<int64_t, int64_t> free_blocks;  // offset -> size, coalesced
-  int64_t end = 0;
-  std::vector<size_t> order;
-  for (size_t i = 0; i < items->size(); ++i) {
-    if (as_const_int((*items)[i].size_bytes)) order.push_back(i);
-  }
-  // Events in point order: frees of buffers dead before the point, then allocations.
-  std::vector<size_t> live;
-  for (size_t idx : order) {
-    Placement& p = (*items)[idx];
-    for (auto it = live.begin(); it != live.end();) {
-      const Placement& q = (*items)[*it];
-      if (q.last < p.first) {
-        int64_t off = *as_const_int(q.offset), size = planned_size(q);
-        auto [pos, inserted] = free_blocks.emplace(off, size);
-        PRIMJIT_ICHECK(inserted) << "double free in the shared memory plan";
-        auto next = std::next(pos);
-        if (next != free_blocks.end() && pos->first + pos->second == next->first) {
-          pos->second += next->second;
-          free_blocks.erase(next);
-        }
-        if (pos != free_blocks.begin()) {
-          auto prev = std::prev(pos);
-          if (prev->first + prev->second == pos->first) {
-            prev->second += pos->second;
-            free_blocks.erase(pos);
-          }
-        }
-        it = live.erase(it);
-      } else {
-        ++it;
+// Free space of the plan: blocks by offset (for coalescing) and by (size, offset) (for best
+// fit), both coalesced. The block that ends at the plan's end can grow.
+class FreeBlocks {
+ public:
+  void add(int64_t off, int64_t size) {
+    auto [pos, inserted] = by_offset_.emplace(off, size);
+    PRIMJIT_ICHECK(inserted) << "double free in the shared memory plan";
+    auto next = std::next(pos);
+    if (next != by_offset_.end() && pos->first + pos->second == next->first) {
+      by_size_.erase({next->second, next->first});
+      pos->second += next->second;
+      by_offset_.erase(next);
+    }
+    if (pos != by_offset_.begin()) {
+      auto prev = std::prev(pos);
+      if (prev->first + prev->second == pos->first) {
+        by_size_.erase({prev->second, prev->first});
+        prev->second += pos->second;
+        by_offset_.erase(pos);
+        pos = prev;
       }
+    }
+    by_size_.emplace(pos->second, pos->first);
+  }
+  void remove(int64_t off) {
+    auto it = by_offset_.find(off);
+    by_size_.erase({it->second, it->first});
+    by_offset_.erase(it);
+  }
+  // The smallest block (lowest offset among equals) where `size` bytes fit at an `align`ed
+  // start: {offset, block size, aligned start}, or none.
+  std::optional<std::array<int64_t, 3>> best_fit(int64_t size, int64_t align) const {
+    for (auto it = by_size_.lower_bound({size, INT64_MIN}); it != by_size_.end(); ++it) {
+      auto [bsize, off] = *it;
+      int64_t start = (off + align - 1) / align * align;
+      // Only alignment can make a block that is large enough miss; blocks of size + align - 1
+      // bytes always fit, so the scan is short.
+      if (start + size <= off + bsize) return std::array<int64_t, 3>{off, bsize, start};
+    }
+    return std::nullopt;
+  }
+  // The block that ends at `end`, if any: {offset, size}.
+  std::optional<std::pair<int64_t, int64_t>> ending_at(int64_t end) const {
+    if (by_offset_.empty()) return std::nullopt;
+    auto last = std::prev(by_offset_.end());
+    if (last->first + last->second != end) return std::nullopt;
+    return *last;
+  }
+
+ private:
+  std::map<int64_t, int64_t> by_offset_;           // offset -> size
+  std::set<std::pair<int64_t, int64_t>> by_size_;  // (size, offset)
+};
+
+// Lays out `items` (sorted by first touch): best fit for constant sizes, then one region per
+// symbolic size. Returns the total size in bytes. O(n log n): live buffers wait in a heap on
+// their last point, free blocks are ordered by size.
+Expr plan(std::vector<Placement>* items, DataType index_type) {
+  FreeBlocks free_blocks;
+  int64_t end = 0;
+  // Live buffers, the one that dies first on top (ties: in placement order).
+  using Dying = std::pair<int64_t, size_t>;  // last point, index
+  std::priority_queue<Dying, std::vector<Dying>, std::greater<Dying>> live;
+  for (size_t idx = 0; idx < items->size(); ++idx) {
+    Placement& p = (*items)[idx];
+    if (!as_const_int(p.size_bytes)) continue;
+    // Frees of buffers dead before this point, then the allocation.
+    while (!live.empty() && live.top().first < p.first) {
+      const Placement& q = (*items)[live.top().second];
+      free_blocks.add(*as_const_int(q.offset), planned_size(q));
+      live.pop();
     }
     int64_t size = planned_size(p);
-    // Best fit: the smallest free block that holds the aligned buffer; else a free block at
-    // the end, which grows.
-    int64_t best_off = -1, best_block = -1, best_size = 0;
-    bool best_fits = false;
-    for (const auto& [off, bsize] : free_blocks) {
-      int64_t start = (off + p.align - 1) / p.align * p.align;
-      bool fits = start + size <= off + bsize;
-      if (!fits && off + bsize != end) continue;
-      bool better =
-          best_block < 0 || (fits && !best_fits) || (fits == best_fits && bsize < best_size);
-      if (better) {
-        best_off = start;
-        best_block = off;
-        best_size = bsize;
-        best_fits = fits;
-      }
-    }
+    // Best fit: the smallest free block that holds the aligned buffer; else the free block at
+    // the end, which grows; else the end itself.
     int64_t start = 0;
-    if (best_block >= 0) {
-      start = best_off;
-      int64_t block_end = best_block + best_size;
-      free_blocks.erase(best_block);
-      if (start > best_block) free_blocks.emplace(best_block, start - best_block);
-      if (start + size < block_end) free_blocks.emplace(start + size, block_end - start - size);
+    if (auto fit = free_blocks.best_fit(size, p.align)) {
+      auto [off, bsize, aligned] = *fit;
+      start = aligned;
+      free_blocks.remove(off);
+      if (start > off) free_blocks.add(off, start - off);
+      if (start + size < off + bsize) free_blocks.add(start + size, off + bsize - start - size);
+    } else if (auto tail = free_blocks.ending_at(end)) {
+      auto [off, bsize] = *tail;
+      start = (off + p.align - 1) / p.align * p.align;
+      free_blocks.remove(off);
+      if (start > off) free_blocks.add(off, start - off);
       end = std::max(end, start + size);
     } else {
       start = (end + p.align - 1) / p.align * p.align;
-      if (start > end) free_blocks.emplace(end, start - end);
+      if (start > end) free_blocks.add(end, start - end);
       end = start + size;
     }
     p.offset = IntImm::make(index_type, start);
-    live.push_back(idx);
+    live.emplace(p.last, idx);
   }
   Expr total = IntImm::make(index_type, end);
   for (Placement& p : *items) {
@@ -416,9 +464,8 @@ class Merger : public StmtExprMutator {
   Buffer make_view(const Buffer& b, const Expr& offset_bytes) {
     Expr elem_offset = div_exact(offset_bytes, b->dtype.bytes());
     Expr extent = b->shape[0];
-    Expr shape = as_const_int(elem_offset) && *as_const_int(elem_offset) == 0
-                     ? extent
-                     : arith::simplify(add_offset(extent, elem_offset));
+    Expr shape = add_offset(extent, elem_offset);  // constants fold here
+    if (!as_const_int(shape)) shape = arith::simplify(shape);
     Buffer view = Buffer::make(merged_var_, b->dtype, {shape}, {}, b->elem_offset, b->name,
                                b->data_alignment, b->offset_factor);
     views_[b.get()] = View{view, elem_offset};
@@ -431,6 +478,7 @@ class Merger : public StmtExprMutator {
     // Mergeable: 1-D compact, sizes defined outside the launch, only supported pointer uses.
     std::vector<Placement> items;
     std::unordered_set<const VarNode*> candidates;
+    candidates.reserve(scan.allocs.size());
     DataType index_type = DataType::Int(32);
     for (const AllocBuffer* alloc : scan.allocs) {
       const Buffer& b = alloc->buffer;
@@ -444,11 +492,15 @@ class Merger : public StmtExprMutator {
       }
       int64_t align = b->data_alignment > 0 ? b->data_alignment : 64;
       align = std::lcm(align, int64_t{b->dtype.bytes()});
-      for (const Buffer& alias : scan.aliases[data]) {
-        ok = ok && alias->ndim() == 1 && alias->strides.empty() && alias->dtype.bytes() > 0;
-        if (ok) align = std::lcm(align, int64_t{alias->dtype.bytes()});
+      if (auto aliases = scan.aliases.find(data); aliases != scan.aliases.end()) {
+        for (const Buffer& alias : aliases->second) {
+          ok = ok && alias->ndim() == 1 && alias->strides.empty() && alias->dtype.bytes() > 0;
+          if (ok) align = std::lcm(align, int64_t{alias->dtype.bytes()});
+        }
       }
-      for (int64_t bytes : scan.elem_bytes[data]) align = std::lcm(align, bytes);
+      if (auto e = scan.elem_align.find(data); e != scan.elem_align.end()) {
+        align = std::lcm(align, e->second);
+      }
       if (!ok) continue;
       Expr extent = b->shape[0];
       if (extent.dtype() == DataType::Int(64)) index_type = DataType::Int(64);
@@ -464,20 +516,12 @@ class Merger : public StmtExprMutator {
     // touched is live at the point that allocates it.
     std::vector<Stmt> points;
     linearize(body, &points);
-    std::unordered_map<const VarNode*, std::pair<int64_t, int64_t>> touched, allocated;
+    LivenessCollector liveness(candidates);
     for (size_t i = 0; i < points.size(); ++i) {
-      int64_t at = static_cast<int64_t>(i);
-      post_order_visit(points[i], [&](const Ref<Object>& n) {
-        if (const auto* a = n.as<AllocBuffer>())
-          allocated.try_emplace(a->buffer->data.get(), at, at);
-      });
-      TouchCollector touches(candidates);
-      touches.visit_stmt(points[i]);
-      for (const VarNode* v : touches.touched) {
-        auto it = touched.try_emplace(v, at, at).first;
-        it->second.second = at;
-      }
+      liveness.visit_point(points[i], static_cast<int64_t>(i));
     }
+    const auto& touched = liveness.touched;
+    const auto& allocated = liveness.allocated;
     for (Placement& p : items) {
       auto it = touched.find(p.buffer->data.get());
       if (it == touched.end()) it = allocated.find(p.buffer->data.get());
@@ -509,6 +553,8 @@ class Merger : public StmtExprMutator {
     std::vector<Stmt> seq = {AllocBuffer::make(merged, annotations)};
     offsets_.clear();
     views_.clear();
+    offsets_.reserve(items.size());
+    views_.reserve(items.size());
     for (const Placement& p : items) offsets_[p.buffer->data.get()] = p.offset;
     for (const Placement& p : items) seq.push_back(DeclBuffer::make(make_view(p.buffer, p.offset)));
     seq.push_back(mutate_stmt(body));
