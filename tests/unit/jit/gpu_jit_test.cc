@@ -10,6 +10,8 @@
 #include <numeric>
 #include <random>
 
+#include <unistd.h>
+
 #include "examples/kernels.h"
 #include "jit/cuda/driver.h"
 #include "primjit/ir/text.h"
@@ -142,6 +144,39 @@ def reverse_big(A: T.Buffer((32768,), "float32"), B: T.Buffer((32768,), "float32
       ASSERT_EQ(b.data<float>()[blk * 16384 + i], a.data<float>()[blk * 16384 + 16383 - i]);
     }
   }
+}
+
+// A second session loads the CUBIN and launch layout from the disk cache: no NVRTC, no LLVM,
+// and the kernels (two launches, merged shared memory) still compute the right result.
+TEST(JitCuda, DiskCacheHitLoadsDeviceCodeWithoutNvrtc) {
+  REQUIRE_GPU();
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("primjit_gpu_disk_cache." + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  JitOptions options;
+  options.disk_cache = DiskCacheMode::kEnabled;
+  options.cache_dir = dir.string();
+  Tensor a = filled({1000}, 7), b = filled({1000}, 8);
+  for (int session = 0; session < 2; ++session) {
+    Jit jit(options);
+    Kernel k = jit.kernel(examples::vector_add_cuda(), {.target = Target::cuda()});
+    Tensor dc = Tensor::zeros({1000}, DataType::Float(32), kGpu);
+    k(a.to(kGpu), b.to(kGpu), dc);
+    Tensor c = dc.to(kCpu);
+    for (int64_t i = 0; i < 1000; ++i)
+      ASSERT_EQ(c.data<float>()[i], a.data<float>()[i] + b.data<float>()[i]);
+    KernelStats s = k.stats();
+    if (session == 0) {
+      EXPECT_EQ(s.misses, 1u);
+      EXPECT_GT(s.compile.device_compile_ms, 0.0);
+    } else {
+      EXPECT_EQ(s.misses, 0u);
+      EXPECT_EQ(s.disk_hits, 1u);
+      EXPECT_EQ(s.compile.device_compile_ms, 0.0);  // no NVRTC
+      EXPECT_EQ(s.compile.host_ms, 0.0);            // no LLVM
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
