@@ -331,7 +331,8 @@ BenchResult Kernel::benchmark(std::span<const Arg> args, const BenchOptions& ben
     samples = time_on_cpu(reps, call_once);
   }
   PRIMJIT_USER_CHECK(made() == compiles)
-      << "benchmark of '" << name << "': the kernel made a new variant during the timed calls, so the "
+      << "benchmark of '" << name
+      << "': the kernel made a new variant during the timed calls, so the "
       << "times are not those of cached calls. Its variant was evicted (raise "
          "JitOptions::cache_capacity) or another thread called it with other shapes";
 
