@@ -176,26 +176,37 @@ JitOptions no_disk() {
   return o;
 }
 
-void BM_FirstCall(benchmark::State& state, const Example& e) {
-  std::string why;
-  if (is_cuda(e) && !have_gpu(&why)) return state.SkipWithError(why.c_str());
+// Per iteration: a new Jit made with `options` (as in a new process) and the first call of the
+// example's kernel, timed; then the result and the stats (`expected` says what they must
+// show) are checked and the stage times added up.
+template <typename Expected>
+void time_first_calls(benchmark::State& state, const Example& e, const JitOptions& options,
+                      Expected&& expected) {
   StageCounters stages;
   for (auto _ : state) {
     state.PauseTiming();
     std::vector<Tensor> args = arguments(e);
-    auto jit = std::make_unique<Jit>(no_disk());
+    auto jit = std::make_unique<Jit>(options);
     Kernel k = jit->kernel(e.make());
     state.ResumeTiming();
     call(k, args);
     state.PauseTiming();
     if (!first_output_right(e, args)) return fail(state, "wrong result");
     KernelStats s = k.stats();
-    if (s.misses != 1) return fail(state, "expected one compile");
+    if (const char* wrong = expected(s)) return fail(state, wrong);
     stages.add(s.compile);
     jit.reset();  // unloading is not what is measured
     state.ResumeTiming();
   }
   stages.report(state);
+}
+
+void BM_FirstCall(benchmark::State& state, const Example& e) {
+  std::string why;
+  if (is_cuda(e) && !have_gpu(&why)) return state.SkipWithError(why.c_str());
+  time_first_calls(state, e, no_disk(), [](const KernelStats& s) {
+    return s.misses == 1 ? nullptr : "expected one compile";
+  });
 }
 
 void BM_NvrtcAlone(benchmark::State& state, const Example& e) {
@@ -276,23 +287,9 @@ void BM_DiskHit(benchmark::State& state, const Example& e) {
     std::vector<Tensor> args = arguments(e);
     call(jit.kernel(e.make()), args);
   }
-  StageCounters stages;
-  for (auto _ : state) {
-    state.PauseTiming();
-    std::vector<Tensor> args = arguments(e);
-    auto jit = std::make_unique<Jit>(options);  // a new session, as in a new process
-    Kernel k = jit->kernel(e.make());
-    state.ResumeTiming();
-    call(k, args);
-    state.PauseTiming();
-    if (!first_output_right(e, args)) return fail(state, "wrong result");
-    KernelStats s = k.stats();
-    if (s.disk_hits != 1 || s.misses != 0) return fail(state, "expected a disk hit");
-    stages.add(s.compile);
-    jit.reset();
-    state.ResumeTiming();
-  }
-  stages.report(state);
+  time_first_calls(state, e, options, [](const KernelStats& s) {
+    return s.disk_hits == 1 && s.misses == 0 ? nullptr : "expected a disk hit";
+  });
 }
 
 int register_all() {

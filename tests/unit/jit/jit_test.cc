@@ -10,36 +10,14 @@
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
 #include "primjit/tensor.h"
+#include "tests/unit/jit/jit_test_util.h"
 #include "tests/unit/test_util.h"
 
 namespace primjit {
 namespace {
 
-PrimFunc scale_function() {
-  return parse(R"(
-@T.prim_func
-def scale(a: T.handle, b: T.handle, s: T.float32):
-    T.func_attr({"target": T.target("llvm")})
-    n = T.int32()
-    A = T.match_buffer(a, (n,), "float32")
-    B = T.match_buffer(b, (n,), "float32")
-    for i in range(n):
-        B[i] = A[i] * s
-)")
-      ->lookup("scale");
-}
-
-struct Pair {
-  Tensor a, b;
-  explicit Pair(int64_t n) {
-    a = Tensor::zeros({n}, DataType::Float(32));
-    b = Tensor::zeros({n}, DataType::Float(32));
-    std::iota(a.data<float>(), a.data<float>() + n, 1.0f);
-  }
-  void expect_scaled(float s) const {
-    for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(b.data<float>()[i], a.data<float>()[i] * s);
-  }
-};
+using test::Pair;
+using test::scale_function;
 
 TEST(Jit, CompilesLazilyOncePerShape) {
   Jit jit;
