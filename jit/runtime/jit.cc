@@ -297,7 +297,13 @@ struct Jit::State {
   jit::OrcEngine engine;
   std::unique_ptr<jit::DiskCache> disk;  // null when disabled
   std::string host_key;  // what host code depends on besides the function: versions, CPU
-  tbb::concurrent_hash_map<uint64_t, std::shared_ptr<Entry>> cache;
+  // Nodes come from std::allocator, not TBB's scalable allocator: memory that an eviction
+  // frees and a later insert reuses then goes through malloc/free, which ThreadSanitizer
+  // follows (it does not see tbbmalloc's reuse and would report it as a race).
+  using Cache =
+      tbb::concurrent_hash_map<uint64_t, std::shared_ptr<Entry>, tbb::tbb_hash_compare<uint64_t>,
+                               std::allocator<std::pair<const uint64_t, std::shared_ptr<Entry>>>>;
+  Cache cache;
   std::atomic<uint64_t> clock{0};
   // Every cached entry by hash, for eviction: the concurrent map cannot be walked while
   // other threads insert, so the LRU scan walks this copy under its mutex.
