@@ -109,6 +109,9 @@ struct Variant {
   std::unique_ptr<jit::HostProgram> host;
   PJPackedFunc entry = nullptr;
   std::weak_ptr<Kernel::State> kernel;  // for eviction statistics
+  // The Jit's clock at the variant's last call served by a kernel's recent variants (calls
+  // through the Jit's map mark their Entry instead); eviction takes the later of the two.
+  std::atomic<uint64_t> last_use{0};
 };
 
 // A compile's result: the variant, or the message of its failure. Each waiter throws its own
@@ -142,7 +145,7 @@ PJValue run_variant(const Variant& v, std::span<const Arg> args);
 }  // namespace
 
 // A small index owned by the calling thread while it lives (-1 beyond kThreadSlots threads):
-// each thread gets its own slot in every kernel's LastVariant.
+// each thread gets its own slot in every kernel's RecentVariants.
 constexpr int kThreadSlots = 64;
 
 class ThreadSlots {
@@ -191,21 +194,27 @@ class ThreadSlots {
   static inline std::atomic<int> high_water_{0};
 };
 
-// The kernel's last variant, which a cached call with the same key runs without a lock or a
+// The kernel's most recently used variants (a few, so that calls alternating between shapes
+// stay on the fast path), which a cached call with the same key runs without a lock or a
 // reference count: each thread announces itself in its own slot (one locked increment) before
-// it reads the variant pointer, and a replaced variant is released only once every call that
-// might still run it has left. Threads beyond kThreadSlots take the locked path (load()).
-class LastVariant {
+// it reads the variant pointers, and a replaced variant is released only once every call that
+// might still run it has left. Threads beyond kThreadSlots take the locked path (find()).
+class RecentVariants {
  public:
-  LastVariant() = default;
-  ~LastVariant() = default;  // no calls are in flight when a kernel is destroyed
+  static constexpr int kRecent = 4;
 
-  // Runs the last variant when its key is `key`; false (nothing run) otherwise.
-  bool try_run(const KeyBuffer& key, std::span<const Arg> args, PJValue* out) {
+  RecentVariants() = default;
+  ~RecentVariants() = default;  // no calls are in flight when a kernel is destroyed
+
+  // Runs the recent variant whose key is `key`; false (nothing run) when there is none.
+  // `clock` is the Jit's use clock: the variant is marked used (a tick only when other uses
+  // happened since its last one, so a steady stream of calls writes nothing shared).
+  bool try_run(const KeyBuffer& key, std::span<const Arg> args, std::atomic<uint64_t>& clock,
+               PJValue* out) {
     int s = ThreadSlots::mine();
     if (s < 0) return false;
     Slot& slot = slots_[s];
-    slot.entered.fetch_add(1, std::memory_order_seq_cst);  // before the pointer is read
+    slot.entered.fetch_add(1, std::memory_order_seq_cst);  // before the pointers are read
     struct Leave {
       Slot& slot;
       ~Leave() {
@@ -213,40 +222,48 @@ class LastVariant {
                           std::memory_order_release);
       }
     } leave{slot};
-    Variant* v = ptr_.load(std::memory_order_seq_cst);
-    if (v == nullptr || !key.equals(v->key)) return false;
-    slot.hits.store(slot.hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    *out = run_variant(*v, args);
-    return true;
+    for (const std::atomic<Variant*>& p : ptr_) {
+      Variant* v = p.load(std::memory_order_seq_cst);
+      if (v == nullptr || !key.equals(v->key)) continue;
+      slot.hits.store(slot.hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      if (v->last_use.load(std::memory_order_relaxed) != clock.load(std::memory_order_relaxed)) {
+        v->last_use.store(clock.fetch_add(1) + 1, std::memory_order_relaxed);
+      }
+      *out = run_variant(*v, args);
+      return true;
+    }
+    return false;
   }
 
-  std::shared_ptr<Variant> load() {
+  // The recent variant with key `key`, or null (the locked path).
+  std::shared_ptr<Variant> find(const KeyBuffer& key) {
     std::lock_guard<std::mutex> lock(mutex_);
-    return owner_;
+    for (const std::shared_ptr<Variant>& v : owner_) {
+      if (v != nullptr && key.equals(v->key)) return v;
+    }
+    return nullptr;
   }
 
+  // Makes `v` recent, replacing the oldest one.
   void store(std::shared_ptr<Variant> v) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (owner_ == v) return;
-    std::shared_ptr<Variant> old = std::move(owner_);
-    owner_ = std::move(v);
-    ptr_.store(owner_.get(), std::memory_order_seq_cst);  // before the slots are read
-    reclaim();
-    if (old == nullptr) return;
-    while (retired_count_ == kMaxRetired) {  // calls that started long ago are still running
-      std::this_thread::yield();
-      reclaim();
+    for (const std::shared_ptr<Variant>& o : owner_) {
+      if (o == v) return;
     }
-    // Slots above the high-water mark have no calls in flight: their threads got them after
-    // this point and will read the new pointer.
-    Retired& r = retired_[retired_count_++];
-    r.variant = std::move(old);
-    r.slots = ThreadSlots::high_water();
-    for (int i = 0; i < r.slots; ++i) r.wait[i] = slots_[i].entered.load();
-    reclaim();
+    int i = next_;
+    next_ = (next_ + 1) % kRecent;
+    replace(i, std::move(v));
   }
 
-  // Calls that ran the last variant without a lock.
+  // Drops `v` (evicted from the Jit's cache), so that it is unloaded once its calls have left.
+  void forget(const Variant* v) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int i = 0; i < kRecent; ++i) {
+      if (owner_[i].get() == v) replace(i, nullptr);
+    }
+  }
+
+  // Calls that ran a recent variant without a lock.
   uint64_t fast_hits() const {
     uint64_t n = 0;
     for (const Slot& slot : slots_) n += slot.hits.load(std::memory_order_relaxed);
@@ -284,11 +301,32 @@ class LastVariant {
       --retired_count_;
     }
   }
-  std::atomic<Variant*> ptr_{nullptr};
+  // Puts `v` in place of recent variant i; the old one waits until its calls have left.
+  void replace(int i, std::shared_ptr<Variant> v) {
+    std::shared_ptr<Variant> old = std::move(owner_[i]);
+    owner_[i] = std::move(v);
+    ptr_[i].store(owner_[i].get(), std::memory_order_seq_cst);  // before the slots are read
+    reclaim();
+    if (old == nullptr) return;
+    while (retired_count_ == kMaxRetired) {  // calls that started long ago are still running
+      std::this_thread::yield();
+      reclaim();
+    }
+    // Slots above the high-water mark have no calls in flight: their threads got them after
+    // this point and will read the new pointer.
+    Retired& r = retired_[retired_count_++];
+    r.variant = std::move(old);
+    r.slots = ThreadSlots::high_water();
+    for (int j = 0; j < r.slots; ++j) r.wait[j] = slots_[j].entered.load();
+    reclaim();
+  }
+
+  std::atomic<Variant*> ptr_[kRecent] = {};
   Slot slots_[kThreadSlots];
   std::mutex mutex_;
-  std::shared_ptr<Variant> owner_;  // keeps ptr_ alive
-  Retired retired_[kMaxRetired];    // fixed: replacing the last variant never allocates
+  std::shared_ptr<Variant> owner_[kRecent];  // keep ptr_ alive
+  int next_ = 0;                             // the oldest, replaced next
+  Retired retired_[kMaxRetired];             // fixed: replacing a variant never allocates
   int retired_count_ = 0;
 };
 
@@ -338,9 +376,9 @@ struct Kernel::State {
   std::atomic<uint64_t> symbolic_mask{0};  // kAuto: symbolic dimensions, in key order
   std::atomic<uint64_t> slow_calls{0};
 
-  LastVariant last;
+  RecentVariants recent;
 
-  std::atomic<uint64_t> hits{0}, misses{0}, disk_hits{0}, evictions{0};  // + last.fast_hits()
+  std::atomic<uint64_t> hits{0}, misses{0}, disk_hits{0}, evictions{0};  // + recent.fast_hits()
   std::atomic<uint64_t> dump_count{0};
   std::mutex mutex;  // guards the fields below
   StageTimes times;
@@ -754,8 +792,12 @@ void Jit::State::evict_if_needed(uint64_t keep_hash) {
         continue;
       }
       bool ready = e->future.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-      if (it->first != keep_hash && ready && e->last_use.load() < oldest) {
-        oldest = e->last_use.load();
+      uint64_t used = e->last_use.load();
+      if (ready && e->future.get().variant != nullptr) {
+        used = std::max(used, e->future.get().variant->last_use.load());
+      }
+      if (it->first != keep_hash && ready && used < oldest) {
+        oldest = used;
         victim = it->first;
         found = true;
       }
@@ -769,7 +811,10 @@ void Jit::State::evict_if_needed(uint64_t keep_hash) {
     cache.erase(acc);
     acc.release();
     if (std::shared_ptr<Variant> v = entry->future.get().variant) {
-      if (auto ks = v->kernel.lock()) ++ks->evictions;
+      if (auto ks = v->kernel.lock()) {
+        ++ks->evictions;
+        ks->recent.forget(v.get());
+      }
     }
     // The variant is unloaded when the last call holding it returns.
   }
@@ -985,7 +1030,7 @@ static bool build_call_key(Kernel::State& k, std::span<const Arg> args, KeyBuffe
   return dynamic;
 }
 
-// Steps 2-4 of a call after the last-variant check: the Jit's cache, else a new variant
+// Steps 2-4 of a call after the recent-variant check: the Jit's cache, else a new variant
 // (compiled once however many threads ask). `count_hit`: a found variant counts as a hit.
 static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& state,
                                              std::span<const Arg> args, const KeyBuffer& key,
@@ -1002,7 +1047,7 @@ static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State
       entry->last_use = ++jit.clock;
       std::shared_ptr<Variant> v = variant_of(*entry);  // may wait for another thread's compile
       if (count_hit) ++k.hits;
-      k.last.store(v);
+      k.recent.store(v);
       return v;
     }
   }
@@ -1142,28 +1187,27 @@ static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State
     ++k.hits;
   }
   std::shared_ptr<Variant> v = variant_of(*entry);
-  k.last.store(v);
+  k.recent.store(v);
   return v;
 }
 
 PJValue Kernel::call(std::span<const Arg> args) const {
   PRIMJIT_USER_CHECK(state_ != nullptr) << "call of an empty Kernel (use Jit::kernel)";
   State& k = *state_;
-  // 1. A cached call: cheap checks, then the kernel's last variant, without a lock.
-  bool tried_last = false;
+  // 1. A cached call: cheap checks, then the kernel's recent variants, without a lock.
+  bool tried_recent = false;
   {
     KeyBuffer key;
     PJValue result;
-    tried_last = fast_key(k, args, &key);
-    if (tried_last && k.last.try_run(key, args, &result)) return result;
+    tried_recent = fast_key(k, args, &key);
+    if (tried_recent && k.recent.try_run(key, args, k.jit->clock, &result)) return result;
   }
   ++k.slow_calls;
   check_arguments(k, args);
   KeyBuffer key;
   bool dynamic = build_call_key(k, args, &key);
-  // (Threads without a slot, and calls the cheap checks declined, look at the last variant here.)
-  if (std::shared_ptr<Variant> last = tried_last ? nullptr : k.last.load();
-      last && key.equals(last->key)) {
+  // (Threads without a slot, and calls the cheap checks declined, look at the recent ones here.)
+  if (std::shared_ptr<Variant> last = tried_recent ? nullptr : k.recent.find(key)) {
     ++k.hits;
     return run_variant(*last, args);
   }
@@ -1256,7 +1300,7 @@ KernelStats Kernel::stats() const {
   PRIMJIT_USER_CHECK(state_ != nullptr) << "stats of an empty Kernel";
   State& k = *state_;
   KernelStats s;
-  uint64_t fast_hits = k.last.fast_hits();
+  uint64_t fast_hits = k.recent.fast_hits();
   s.calls = k.slow_calls + fast_hits;
   s.hits = k.hits + fast_hits;
   s.misses = k.misses;
