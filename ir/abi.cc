@@ -82,6 +82,14 @@ const char* type_index_name(int32_t type_index) {
   }
 }
 
+int32_t type_index_of(DataType t) {
+  if (t.is_bool()) return kPJBool;
+  if (t.is_integer()) return kPJInt;
+  if (t.is_floating()) return kPJFloat;
+  if (t.is_handle()) return kPJOpaquePtr;
+  return kPJNone;
+}
+
 int format_value_count(std::string_view format) {
   int count = 0;
   for (size_t i = 0; i < format.size(); ++i) {
@@ -143,6 +151,16 @@ std::string format_message(std::string_view format, const PJValue* values, int n
     }
     next += p.values;
     i += p.length - 1;
+  }
+  return out;
+}
+
+std::string escape_format(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    out += c;
+    if (c == '{' || c == '}') out += c;
   }
   return out;
 }

@@ -67,32 +67,14 @@ Expr any_of(const std::vector<Expr>& terms) {
   return out;
 }
 
-// A check's message: `text` (braces escaped, placeholders for `values`), plain when it has none.
-Expr format(const std::string& text, std::vector<Expr> values) {
-  if (values.empty()) {
-    std::string plain;
-    for (size_t i = 0; i < text.size(); ++i) {
-      plain += text[i];
-      if ((text[i] == '{' || text[i] == '}') && i + 1 < text.size() && text[i + 1] == text[i]) ++i;
-    }
-    return StringImm::make(plain);
-  }
-  values.insert(values.begin(), StringImm::make(text));
+// A message with values: T.format(format, values...).
+Expr format(const std::string& format, std::vector<Expr> values) {
+  values.insert(values.begin(), StringImm::make(format));
   return Call::make(DataType::Handle(), Op::get("format"), std::move(values));
 }
 
 Stmt ret_stmt(const Expr& value) {
   return Evaluate::make(Call::make(value.dtype(), Op::get("ret"), {value}));
-}
-
-// Escapes the braces of user text (names, expressions) inside a T.format string.
-std::string escape_braces(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    out += c;
-    if (c == '{' || c == '}') out += c;
-  }
-  return out;
 }
 
 // An expression as the messages show it: variables by name or by their access path.
@@ -149,23 +131,17 @@ class ReturnRewriter : public StmtExprMutator {
            "after it";
     Expr v = call->args[0];
     DataType t = v.dtype();
-    int type_index;
-    Expr stored;
+    const int32_t type_index = type_index_of(t);
     auto as = [&](DataType slot) { return t == slot ? v : Cast::make(slot, v); };
-    if (t.is_bool()) {
-      type_index = kPJBool;
+    Expr stored;
+    if (type_index == kPJBool || type_index == kPJInt) {
       stored = as(DataType::Int(64));
-    } else if (t.is_integer()) {
-      type_index = kPJInt;
-      stored = as(DataType::Int(64));
-    } else if (t.is_floating()) {
-      type_index = kPJFloat;
+    } else if (type_index == kPJFloat) {
       stored = as(DataType::Float(64));
     } else {
-      PRIMJIT_USER_CHECK(t.is_handle() && t.is_scalar())
+      PRIMJIT_USER_CHECK(type_index == kPJOpaquePtr && t.is_scalar())
           << "MakePackedAPI: function '" << func_ << "' returns a value of dtype " << t
           << ", which the packed calling convention cannot carry; return a scalar";
-      type_index = kPJOpaquePtr;
       stored = v;
     }
     return SeqStmt::make({struct_set(result_, kPJValueTypeIndex, i32(type_index)),
@@ -185,6 +161,7 @@ class ArgumentDecoder {
   ArgumentDecoder(const PrimFunc& func, std::string name, int device_type)
       : func_(func), name_(std::move(name)), device_type_(device_type) {
     signature_ = signature();
+    escaped_signature_ = escape_format(signature_);
   }
 
   PrimFunc run(const Target& host) {
@@ -195,11 +172,10 @@ class ArgumentDecoder {
     const int n = static_cast<int>(func_->params.size());
 
     init_.push_back(AssertStmt::make(
-        EQ::make(num_args, i32(n)), format(escape_braces("Expected " + std::to_string(n) +
-                                                         (n == 1 ? " argument" : " arguments") +
-                                                         " when calling:\n  `" + signature_ + "`") +
-                                               ", got {}",
-                                           {num_args})));
+        EQ::make(num_args, i32(n)),
+        format("Expected " + std::to_string(n) + (n == 1 ? " argument" : " arguments") +
+                   " when calling:\n  `" + escaped_signature_ + "`, got {}",
+               {num_args})));
     if (n > 0) {
       init_.push_back(AssertStmt::make(
           Not::make(is_null(args)),
@@ -263,12 +239,15 @@ class ArgumentDecoder {
     return out + ")";
   }
 
-  // The message of a failed check: static text (braces escaped) then placeholders.
-  std::string message(const std::string& what, int i, const std::string& expected,
-                      const std::string& got) const {
-    return escape_braces(what + " on argument #" + std::to_string(i) + " when calling:\n  `" +
-                         signature_ + "`,\n  expected " + expected) +
-           got;
+  // The message of a failed check on argument i: the text itself, or, when `got` holds
+  // placeholders for `values`, a T.format of the text (braces escaped) and `got`.
+  Expr message(const std::string& what, int i, const std::string& expected, const std::string& got,
+               std::vector<Expr> values) const {
+    std::string head = what + " on argument #" + std::to_string(i) + " when calling:\n  `";
+    std::string tail = "`,\n  expected " + expected;
+    if (values.empty()) return StringImm::make(head + signature_ + tail + got);
+    return format(escape_format(head) + escaped_signature_ + escape_format(tail) + got,
+                  std::move(values));
   }
 
   // Checks that run after every definition, in the order they were requested. The message is
@@ -311,7 +290,7 @@ class ArgumentDecoder {
     std::vector<Expr> ok;
     for (int a : accepted) ok.push_back(EQ::make(tindex, i32(a)));
     init_.push_back(AssertStmt::make(
-        any_of(ok), format(message("Mismatched type", i, expected, ", got {type}"), {tindex})));
+        any_of(ok), message("Mismatched type", i, expected, ", got {type}", {tindex})));
 
     Expr value;
     if (t.is_handle()) {
@@ -329,18 +308,19 @@ class ArgumentDecoder {
   void decode_buffer(int i, const Buffer& buffer) {
     const Var& handle = func_->params[i];
     const std::string& name = buffer->name;
-    auto msg = [&](const std::string& what, const std::string& expected, const std::string& got) {
-      return message(what, i, expected, got);
+    auto msg = [&](const std::string& what, const std::string& expected, const std::string& got,
+                   std::vector<Expr> values) {
+      return message(what, i, expected, got, std::move(values));
     };
     init_.push_back(AssertStmt::make(Not::make(is_null(handle)),
-                                     format(msg("Mismatched type", "Tensor", ", got None"), {})));
+                                     msg("Mismatched type", "Tensor", ", got None", {})));
     // ndim
     const int ndim = static_cast<int>(buffer->shape.size());
     Var ndim_var = Var::make(name + "_ndim", DataType::Int(32));
     init_.push_back(Bind::make(ndim_var, struct_get(DataType::Int(32), handle, 0, kPJTensorNDim)));
     init_.push_back(AssertStmt::make(
         EQ::make(ndim_var, i32(ndim)),
-        format(msg("Mismatched " + name + ".ndim", std::to_string(ndim), ", got {}"), {ndim_var})));
+        msg("Mismatched " + name + ".ndim", std::to_string(ndim), ", got {}", {ndim_var})));
     // dtype
     DataType t = buffer->dtype;
     Expr code = struct_get(DataType::UInt(8), handle, 0, kPJTensorTypeCode);
@@ -350,9 +330,8 @@ class ArgumentDecoder {
         And::make(And::make(EQ::make(code, IntImm::make(DataType::UInt(8), t.dlpack_code())),
                             EQ::make(bits, IntImm::make(DataType::UInt(8), t.bits()))),
                   EQ::make(lanes, IntImm::make(DataType::UInt(16), t.lanes())));
-    init_.push_back(AssertStmt::make(
-        dtype_ok, format(msg("Mismatched " + name + ".dtype", t.str(), ", got {dtype}"),
-                         {code, bits, lanes})));
+    init_.push_back(AssertStmt::make(dtype_ok, msg("Mismatched " + name + ".dtype", t.str(),
+                                                   ", got {dtype}", {code, bits, lanes})));
     if (ndim == 0) {
       bind_location(i, buffer, Buffer());
       return;
@@ -363,9 +342,9 @@ class ArgumentDecoder {
         Bind::make(shape_ptr, struct_get(DataType::Handle(), handle, 0, kPJTensorShape)));
     Buffer shape =
         Buffer::make(shape_ptr, DataType::Int(64), {i32(ndim)}, {}, Expr(), name + "_shape");
-    init_.push_back(AssertStmt::make(
-        Not::make(is_null(shape_ptr)),
-        format(msg("Mismatched " + name + ".shape", "a shape array", ", got NULL"), {})));
+    init_.push_back(
+        AssertStmt::make(Not::make(is_null(shape_ptr)),
+                         msg("Mismatched " + name + ".shape", "a shape array", ", got NULL", {})));
     init_.push_back(DeclBuffer::make(shape));
     for (int k = 0; k < ndim; ++k) {
       std::string path = name + ".shape[" + std::to_string(k) + "]";
@@ -394,7 +373,7 @@ class ArgumentDecoder {
       // The strides are read only when the pointer is not null (And/Or evaluate both sides).
       Expr cond = Call::make(DataType::Bool(), Op::get("if_then_else"),
                              {is_null(strides_ptr), IntImm::make(DataType::Bool(), 1), compact});
-      defer(cond, format(msg("Mismatched " + name + ".strides", "to be compact array", ""), {}));
+      defer(cond, msg("Mismatched " + name + ".strides", "to be compact array", "", {}));
     }
     bind_location(i, buffer, shape);
   }
@@ -403,8 +382,9 @@ class ArgumentDecoder {
   void bind_location(int i, const Buffer& buffer, const Buffer& shape) {
     const Var& handle = func_->params[i];
     const std::string& name = buffer->name;
-    auto msg = [&](const std::string& what, const std::string& expected, const std::string& got) {
-      return message(what, i, expected, got);
+    auto msg = [&](const std::string& what, const std::string& expected, const std::string& got,
+                   std::vector<Expr> values) {
+      return message(what, i, expected, got, std::move(values));
     };
     // byte offset: parameter buffers start at their data pointer
     Expr offset = struct_get(DataType::UInt(64), handle, 0, kPJTensorByteOffset);
@@ -412,14 +392,13 @@ class ArgumentDecoder {
         << "MakePackedAPI: parameter buffer '" << name << "' of '" << name_
         << "' has an element offset; parameter buffers must start at their data pointer";
     defer(EQ::make(offset, IntImm::make(DataType::UInt(64), 0)),
-          format(msg("Mismatched " + name + ".byte_offset", "0", ", got {}"), {offset}));
+          msg("Mismatched " + name + ".byte_offset", "0", ", got {}", {offset}));
     // device
     Expr dev_type = struct_get(DataType::Int(32), handle, 0, kPJTensorDeviceType);
     Expr dev_ok = EQ::make(dev_type, i32(device_type_));
     if (device_type_ == kDLCUDA) dev_ok = Or::make(dev_ok, EQ::make(dev_type, i32(kDLCUDAManaged)));
-    defer(dev_ok, format(msg("Mismatched " + name + ".device_type",
-                             device_type_ == kDLCPU ? "cpu" : "cuda", ", got {device}"),
-                         {dev_type}));
+    defer(dev_ok, msg("Mismatched " + name + ".device_type",
+                      device_type_ == kDLCPU ? "cpu" : "cuda", ", got {device}", {dev_type}));
     if (device_type_ != kDLCPU) {
       Expr dev_id = struct_get(DataType::Int(32), handle, 0, kPJTensorDeviceId);
       if (!device_id_.defined()) {
@@ -427,9 +406,9 @@ class ArgumentDecoder {
         init_.push_back(Bind::make(device_id_, dev_id));
         device_id_path_ = name + ".device_id";
       } else {
-        defer(EQ::make(dev_id, device_id_), format(msg("Mismatched " + name + ".device_id",
-                                                       "to match " + device_id_path_, ", got {}"),
-                                                   {dev_id}));
+        defer(EQ::make(dev_id, device_id_),
+              msg("Mismatched " + name + ".device_id", "to match " + device_id_path_, ", got {}",
+                  {dev_id}));
       }
     }
     // data
@@ -444,7 +423,7 @@ class ArgumentDecoder {
     }
     Expr data_ok = Not::make(is_null(buffer->data));
     defer(size.defined() ? Or::make(EQ::make(size, i64(0)), data_ok) : data_ok,
-          format(msg(name + " data pointer is NULL", "non-NULL data pointer", ""), {}));
+          msg(name + " data pointer is NULL", "non-NULL data pointer", "", {}));
   }
 
   // One dimension: defines a new variable, or checks against an earlier definition or a
@@ -457,14 +436,13 @@ class ArgumentDecoder {
     auto imm = as_const_int(dim);  // compared in int64: a huge extent does not wrap
     Expr cond = EQ::make(loaded, imm ? i64(*imm) : Cast::make(DataType::Int(64), dim));
     if (const auto* v = dim.as<VarNode>()) {
-      defer(cond, format(message("Mismatched " + path, i, "to match " + defined_[v], ", got {}"),
-                         {loaded}));
+      defer(cond,
+            message("Mismatched " + path, i, "to match " + defined_[v], ", got {}", {loaded}));
       return;
     }
     defer([this, i, path, dim, loaded, cond] {
       return AssertStmt::make(
-          cond,
-          format(message("Invalid " + path, i, top_text(dim, defined_), ", got {}"), {loaded}));
+          cond, message("Invalid " + path, i, top_text(dim, defined_), ", got {}", {loaded}));
     });
   }
 
@@ -472,6 +450,7 @@ class ArgumentDecoder {
   std::string name_;
   int device_type_;
   std::string signature_;
+  std::string escaped_signature_;  // signature_ inside a T.format string
   std::vector<Stmt> init_;
   std::vector<std::function<Stmt()>> deferred_;
   std::unordered_map<const VarNode*, std::string> defined_;

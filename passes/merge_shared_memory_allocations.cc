@@ -394,15 +394,8 @@ class Merger : public StmtExprMutator {
   }
 
   Stmt mutate(const SeqStmt* op) override {
-    std::vector<Stmt> seq;
-    bool changed = false;
-    for (const Stmt& s : op->seq) {
-      Stmt m = mutate_stmt(s);
-      changed = changed || !m.same_as(s);
-      if (!m.same_as(removed_)) seq.push_back(m);
-    }
-    if (!changed) return Stmt(op);
-    return SeqStmt::make(std::move(seq));
+    return mutate_seq(
+        op, [this](const Stmt&, const Stmt& mutated) { return mutated.same_as(removed_); });
   }
 
   Expr mutate(const BufferLoad* op) override {

@@ -86,8 +86,19 @@ int format_value_count(std::string_view format);
 /// Never throws; a malformed format or too few values leave the placeholder text in place.
 std::string format_message(std::string_view format, const PJValue* values, int num_values);
 
+/// `text` as a format that reads as `text` itself: its braces doubled, so
+/// `format_message(escape_format(text), nullptr, 0) == text`.
+std::string escape_format(std::string_view text);
+
 /// Name of a PJTypeIndex ("int", "float", "Tensor", ...).
 const char* type_index_name(int32_t type_index);
+
+class DataType;
+
+/// The PJTypeIndex a value of IR type `t` travels as in a PJValue (packed arguments, results,
+/// message values): kPJBool, kPJInt (signed and unsigned integers), kPJFloat (every floating
+/// type) or kPJOpaquePtr (handles); kPJNone for void. Lanes are ignored.
+int32_t type_index_of(DataType t);
 
 }  // namespace primjit
 #endif

@@ -64,6 +64,11 @@ struct CudaDriver::Api {
   std::mutex context_mutex;
   std::map<int, CUcontext> contexts;  // retained primary contexts by device ordinal
 
+  std::mutex info_mutex;
+  std::map<int, DeviceInfo> device_infos;  // device_info() by ordinal (it never changes)
+
+  DeviceInfo query_device_info(int ordinal) const;
+
   ~Api() {
     for (auto& [ordinal, context] : contexts) {
       CUdevice device;
@@ -171,19 +176,31 @@ int CudaDriver::device_count() const {
 }
 
 DeviceInfo CudaDriver::device_info(int ordinal) const {
+  {
+    std::lock_guard<std::mutex> lock(api_->info_mutex);
+    auto it = api_->device_infos.find(ordinal);
+    if (it != api_->device_infos.end()) return it->second;
+  }
   int count = device_count();
   PRIMJIT_USER_CHECK(ordinal >= 0 && ordinal < count)
       << "CUDA device " << ordinal << " does not exist; this machine has " << count;
+  DeviceInfo info = api_->query_device_info(ordinal);
+  std::lock_guard<std::mutex> lock(api_->info_mutex);
+  return api_->device_infos.emplace(ordinal, std::move(info)).first->second;
+}
+
+// The driver queries behind device_info(), which caches their answer per ordinal.
+DeviceInfo CudaDriver::Api::query_device_info(int ordinal) const {
   CUdevice device;
-  api_->check(api_->cuDeviceGet(&device, ordinal), "cuDeviceGet");
+  check(cuDeviceGet(&device, ordinal), "cuDeviceGet");
   DeviceInfo info;
   info.ordinal = ordinal;
   char name[256] = {};
-  api_->check(api_->cuDeviceGetName(name, sizeof(name) - 1, device), "cuDeviceGetName");
+  check(cuDeviceGetName(name, sizeof(name) - 1, device), "cuDeviceGetName");
   info.name = name;
   auto attribute = [&](CUdevice_attribute which, const char* what) {
     int value = 0;
-    api_->check(api_->cuDeviceGetAttribute(&value, which, device), what);
+    check(cuDeviceGetAttribute(&value, which, device), what);
     return value;
   };
   info.cc_major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "cuDeviceGetAttribute");
@@ -307,10 +324,9 @@ CUfunc_st* CudaDriver::function(CUmod_st* module, const std::string& name) {
 
 void CudaDriver::launch(CUfunc_st* function, Dim3 grid, Dim3 block, unsigned dynamic_shared_bytes,
                         void** args, CUstream_st* stream) {
-  ensure_current();
-  api_->check(api_->cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                   dynamic_shared_bytes, stream, args, nullptr),
-              "cuLaunchKernel");
+  std::string error;
+  PRIMJIT_USER_CHECK(try_launch(function, grid, block, dynamic_shared_bytes, args, stream, &error))
+      << error;
 }
 
 void CudaDriver::set_max_dynamic_shared(CUfunc_st* function, int bytes) {

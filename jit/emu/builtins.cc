@@ -389,7 +389,7 @@ class AddressOfNode : public CExpr {
   AddressOfNode(DataType dtype, const CBuffer* buffer, std::vector<CExprPtr> indices)
       : CExpr(dtype), buffer_(buffer), indices_(std::move(indices)) {}
   Scalar eval(Exec& ex) const override {
-    int64_t idx[16];
+    int64_t idx[kMaxBufferDims];
     for (size_t d = 0; d < indices_.size(); ++d) idx[d] = indices_[d]->eval(ex).i;
     const int64_t flat = buffer_->flat_index(ex, idx, "T.address_of");
     Scalar p = ex.slot(buffer_->data_slot);

@@ -388,40 +388,30 @@ class FunctionCallNode : public CExpr {  // Module.f(args)
 
 }  // namespace
 
+void pack_values(std::span<const Scalar> values, std::span<const DataType> types, PJValue* out) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    PJValue& v = out[i];
+    v.type_index = type_index_of(types[i]);
+    v.zero_padding = 0;
+    switch (v.type_index) {
+      case kPJFloat:
+        v.v_float64 = values[i].f;
+        break;
+      case kPJOpaquePtr:
+        v.v_ptr = reinterpret_cast<void*>(values[i].u);
+        break;
+      default:
+        v.v_int64 = values[i].i;
+        break;
+    }
+  }
+}
+
 Scalar pack_values(Exec& ex, std::span<const Scalar> values, std::span<const DataType> types) {
   Allocation* array =
       ex.session.make_owned("packed arguments", AllocKind::kPackedValues,
                             static_cast<int64_t>(std::max<size_t>(1, values.size()) * 16));
-  auto* out = reinterpret_cast<PJValue*>(array->base);
-  for (size_t i = 0; i < values.size(); ++i) {
-    TypeInfo t(types[i]);
-    PJValue& v = out[i];
-    v.zero_padding = 0;
-    switch (t.repr) {
-      case Repr::kBool:
-        v.type_index = kPJBool;
-        v.v_int64 = values[i].i;
-        break;
-      case Repr::kInt:
-      case Repr::kUInt:
-        v.type_index = kPJInt;
-        v.v_int64 = values[i].i;
-        break;
-      case Repr::kFloat32:
-      case Repr::kFloat64:
-      case Repr::kNarrow:
-        v.type_index = kPJFloat;
-        v.v_float64 = values[i].f;
-        break;
-      default: {
-        Allocation* a = allocation_of(ex, values[i]);
-        const bool tensor = a != nullptr && a->kind == AllocKind::kTensorHeader &&
-                            reinterpret_cast<uint64_t>(a->base) == values[i].u;
-        v.type_index = values[i].u == 0 ? kPJNone : tensor ? kPJDLTensorPtr : kPJOpaquePtr;
-        v.v_ptr = reinterpret_cast<void*>(values[i].u);
-      }
-    }
-  }
+  pack_values(values, types, reinterpret_cast<PJValue*>(array->base));
   return Scalar::of_pointer(reinterpret_cast<uint64_t>(array->base), array);
 }
 

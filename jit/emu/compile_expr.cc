@@ -442,7 +442,7 @@ class LoadNode : public CExpr {
   LoadNode(DataType dtype, const CBuffer* buffer, std::vector<CExprPtr> indices)
       : CExpr(dtype), buffer_(buffer), indices_(std::move(indices)) {}
   Scalar eval(Exec& ex) const override {
-    int64_t idx[kMaxDims];
+    int64_t idx[kMaxBufferDims];
     for (size_t d = 0; d < indices_.size(); ++d) idx[d] = indices_[d]->eval(ex).i;
     const int64_t flat = buffer_->flat_index(ex, idx, "load");
     return decode(buffer_->elem, buffer_->address(ex, flat, false, "load"));
@@ -458,7 +458,7 @@ class LoadNode : public CExpr {
     const int bytes = buffer_->elem.bits / 8;
     out->clear();
     out->reserve(static_cast<size_t>(dtype.lanes()));
-    int64_t idx[kMaxDims];
+    int64_t idx[kMaxBufferDims];
     for (size_t l = 0; l < n; ++l) {
       for (size_t d = 0; d < indices_.size(); ++d) idx[d] = lane(index_lanes[d], l).i;
       const int64_t flat = buffer_->flat_index(ex, idx, "load");
@@ -467,7 +467,6 @@ class LoadNode : public CExpr {
         out->push_back(decode(buffer_->elem, p + k * bytes));
     }
   }
-  static constexpr size_t kMaxDims = 16;
 
  private:
   const CBuffer* buffer_;
@@ -559,9 +558,6 @@ class ExprCompiler : public ExprFunctor<ExprCompiler, CExprPtr> {
                                      c_.expr(op->body));
   }
   CExprPtr visit(const BufferLoad* op) {
-    PRIMJIT_USER_CHECK(op->indices.size() <= LoadNode::kMaxDims)
-        << "buffer '" << op->buffer->name << "' has more than " << LoadNode::kMaxDims
-        << " dimensions, which the interpreter does not support";
     std::vector<CExprPtr> indices;
     for (const Expr& e : op->indices) indices.push_back(c_.expr(e));
     return std::make_unique<LoadNode>(op->dtype, c_.buffer(op->buffer), std::move(indices));

@@ -145,29 +145,15 @@ class AssertNode : public CStmt {
     ex.stmt = this;
     if (cond_->eval(ex).i != 0) return;
     if (!is_format_) throw AssertionError(message_);
-    std::vector<PJValue> values(values_.size());
-    for (size_t i = 0; i < values_.size(); ++i) {
-      Scalar v = values_[i]->eval(ex);
-      PJValue& out = values[i];
-      out.zero_padding = 0;
-      switch (values_[i]->type.repr) {
-        case Repr::kBool:
-          out.type_index = kPJBool;
-          out.v_int64 = v.i;
-          break;
-        case Repr::kFloat32:
-        case Repr::kFloat64:
-        case Repr::kNarrow:
-          out.type_index = kPJFloat;
-          out.v_float64 = v.f;
-          break;
-        default:
-          out.type_index = kPJInt;
-          out.v_int64 = v.i;
-          break;
-      }
+    std::vector<Scalar> values;
+    std::vector<DataType> types;
+    for (const CExprPtr& v : values_) {
+      values.push_back(v->eval(ex));
+      types.push_back(v->dtype);
     }
-    throw AssertionError(format_message(message_, values.data(), static_cast<int>(values.size())));
+    std::vector<PJValue> packed(values.size());
+    pack_values(values, types, packed.data());
+    throw AssertionError(format_message(message_, packed.data(), static_cast<int>(packed.size())));
   }
 
  private:
@@ -188,7 +174,7 @@ class StoreNode : public CStmt {
   }
   void exec(Exec& ex) const override {
     ex.stmt = this;
-    int64_t idx[16];
+    int64_t idx[kMaxBufferDims];
     if (scalar_) {
       Scalar v = value_->eval(ex);
       for (size_t d = 0; d < indices_.size(); ++d) idx[d] = indices_[d]->eval(ex).i;
@@ -329,9 +315,6 @@ class StmtCompiler : public StmtFunctor<StmtCompiler, CStmtPtr> {
         Stmt(op), std::move(cond), call->args[0].as<StringImm>()->value, true, std::move(values));
   }
   CStmtPtr visit(const BufferStore* op) {
-    PRIMJIT_USER_CHECK(op->indices.size() <= 16)
-        << "buffer '" << op->buffer->name
-        << "' has more than 16 dimensions, which the interpreter does not support";
     CExprPtr value = c_.expr(op->value);
     std::vector<CExprPtr> indices;
     for (const Expr& e : op->indices) indices.push_back(c_.expr(e));
@@ -415,6 +398,10 @@ int Compiler::slot(const VarNode* var) {
 const CBuffer* Compiler::buffer(const Buffer& b) {
   auto it = buffers_.find(b.get());
   if (it != buffers_.end()) return it->second;
+  PRIMJIT_USER_CHECK(b->shape.size() <= kMaxBufferDims)
+      << "buffer '" << b->name << "' of function '" << name << "' has " << b->shape.size()
+      << " dimensions; the interpreter supports at most " << kMaxBufferDims
+      << ", so reshape it to fewer dimensions";
   auto cb = std::make_unique<CBuffer>();
   cb->buffer = b;
   cb->data_slot = use(b->data.get());

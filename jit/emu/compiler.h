@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "jit/emu/machine.h"
+#include "primjit/abi.h"
 
 namespace primjit::jit::emu {
 
@@ -80,7 +81,10 @@ CExprPtr make_function_call_node(DataType t, std::string callee, std::vector<CEx
 /// Barrier of the block running `ex` (launch.cc); a no-op on the host.
 void barrier(Exec& ex, const std::string& scope);
 
-/// Packs `values` (of types `types`) into a session-owned PJValue array; returns its pointer.
+/// Writes `values` (of types `types`) to `out` as PJValues, tagged by type_index_of like
+/// compiled code tags them (a pointer is kPJOpaquePtr, also when null or a tensor).
+void pack_values(std::span<const Scalar> values, std::span<const DataType> types, PJValue* out);
+/// Packs `values` into a session-owned PJValue array; returns its pointer.
 Scalar pack_values(Exec& ex, std::span<const Scalar> values, std::span<const DataType> types);
 
 }  // namespace primjit::jit::emu

@@ -58,6 +58,10 @@ class CStmt {
 };
 using CStmtPtr = std::unique_ptr<CStmt>;
 
+/// The most dimensions a buffer may have; accesses keep their indices in an array this long.
+/// Compiler::buffer() rejects buffers with more.
+inline constexpr size_t kMaxBufferDims = 16;
+
 /// A buffer as the compiled code accesses it.
 struct CBuffer {
   Buffer buffer;

@@ -202,9 +202,10 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
     }
     if (index.dtype().is_vector()) {  // gather lane by lane
       Value* idx = visit_expr(index);
+      Value* base = base_ptr(buf);
       Value* out = llvm::PoisonValue::get(type_of(t));
       for (int i = 0; i < t.lanes(); ++i) {
-        Value* lane_ptr = element_ptr(buf, b_.CreateExtractElement(idx, b_.getInt32(i)));
+        Value* lane_ptr = element_ptr(buf, b_.CreateExtractElement(idx, b_.getInt32(i)), base);
         Value* v = b_.CreateAlignedLoad(memory_type_of(t.element_of()), lane_ptr,
                                         element_align(buf->dtype));
         out = b_.CreateInsertElement(out, from_memory(t.element_of(), v), b_.getInt32(i));
@@ -305,8 +306,9 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
     }
     if (index.dtype().is_vector()) {
       Value* idx = visit_expr(index);
+      Value* base = base_ptr(buf);
       for (int i = 0; i < t.lanes(); ++i) {
-        Value* lane_ptr = element_ptr(buf, b_.CreateExtractElement(idx, b_.getInt32(i)));
+        Value* lane_ptr = element_ptr(buf, b_.CreateExtractElement(idx, b_.getInt32(i)), base);
         b_.CreateAlignedStore(b_.CreateExtractElement(v, b_.getInt32(i)), lane_ptr,
                               element_align(buf->dtype));
       }
@@ -396,15 +398,10 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
     return t.is_bool() ? b_.CreateZExt(v, memory_type_of(t)) : v;
   }
 
-  // Row-major flattening for buffers still accessed with several indices.
+  // Row-major flattening for buffers still accessed with several indices. The index counts
+  // from the buffer's first element: element_ptr applies elem_offset to the base pointer.
   Expr flat_index(const Buffer& buf, const std::vector<Expr>& indices) {
-    Expr offset = buf->elem_offset;
-    if (indices.size() == 1 && buf->strides.empty()) {
-      return offset.defined() && !as_const_int(offset).has_value() ? Add::make(offset, indices[0])
-             : offset.defined() && *as_const_int(offset) != 0
-                 ? Add::make(IntImm::make(indices[0].dtype(), *as_const_int(offset)), indices[0])
-                 : indices[0];
-    }
+    if (indices.size() == 1 && buf->strides.empty()) return indices[0];
     Expr index;
     Expr stride;
     for (size_t k = indices.size(); k-- > 0;) {
@@ -417,7 +414,6 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
       }
     }
     if (!index.defined()) index = IntImm::make(DataType::Int(32), 0);
-    if (offset.defined()) index = Add::make(cast_like(offset, index), index);
     return index;
   }
   static Expr cast_like(const Expr& e, const Expr& like) {
@@ -427,9 +423,18 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
     return Cast::make(t, e);
   }
 
-  Value* element_ptr(const Buffer& buf, Value* index) {
-    Value* base = visit(buf->data.get());
-    return b_.CreateInBoundsGEP(memory_type_of(buf->dtype.element_of()), base,
+  // The address of `buf`'s first element: its data pointer advanced by elem_offset.
+  Value* base_ptr(const Buffer& buf) {
+    Value* data = visit(buf->data.get());
+    const Expr& offset = buf->elem_offset;
+    if (!offset.defined() || as_const_int(offset) == 0) return data;
+    return b_.CreateInBoundsGEP(memory_type_of(buf->dtype.element_of()), data,
+                                b_.CreateSExtOrTrunc(visit_expr(offset), b_.getInt64Ty()));
+  }
+  // The address of element `index` (from flat_index) of `buf`, from base_ptr(buf) or `base`.
+  Value* element_ptr(const Buffer& buf, Value* index, Value* base = nullptr) {
+    return b_.CreateInBoundsGEP(memory_type_of(buf->dtype.element_of()),
+                                base != nullptr ? base : base_ptr(buf),
                                 b_.CreateSExtOrTrunc(index, b_.getInt64Ty()));
   }
 
@@ -678,17 +683,12 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
       DataType t = values[i].dtype();
       Value* v = visit_expr(values[i]);
       Value* slot = b_.CreateInBoundsGEP(b_.getInt8Ty(), array, b_.getInt64(16 * i));
-      int type_index;
-      if (t.is_handle()) {
-        type_index = kPJOpaquePtr;
-      } else if (t.is_bool()) {
-        type_index = kPJBool;
+      const int32_t type_index = type_index_of(t);
+      if (type_index == kPJBool) {
         v = b_.CreateZExt(v, b_.getInt64Ty());
-      } else if (t.is_floating()) {
-        type_index = kPJFloat;
+      } else if (type_index == kPJFloat) {
         v = b_.CreateFPCast(v, b_.getDoubleTy());
-      } else {
-        type_index = kPJInt;
+      } else if (type_index == kPJInt) {
         v = b_.CreateIntCast(v, b_.getInt64Ty(), t.is_int());
       }
       b_.CreateStore(b_.getInt32(type_index), slot);
@@ -703,7 +703,7 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
     llvm::FunctionCallee set_error = m_.mod.getOrInsertFunction(
         kSetErrorSymbol, b_.getVoidTy(), b_.getPtrTy(), b_.getPtrTy(), b_.getInt32Ty());
     if (const auto* text = message.as<StringImm>()) {
-      b_.CreateCall(set_error, {b_.CreateGlobalStringPtr(escape(text->value)),
+      b_.CreateCall(set_error, {b_.CreateGlobalStringPtr(escape_format(text->value)),
                                 llvm::ConstantPointerNull::get(b_.getPtrTy()), b_.getInt32(0)});
     } else {
       const auto* fmt = message.as<Call>();
@@ -713,14 +713,6 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
                                 b_.getInt32(static_cast<int>(values.size()))});
     }
     return_error();
-  }
-  static std::string escape(const std::string& text) {  // a plain message as a format
-    std::string out;
-    for (char c : text) {
-      out += c;
-      if (c == '{' || c == '}') out += c;
-    }
-    return out;
   }
   void return_error() {
     PRIMJIT_USER_CHECK(returns_error_)

@@ -5,6 +5,7 @@
 #include <dlpack/dlpack.h>
 #include <gtest/gtest.h>
 
+#include "primjit/jit.h"
 #include "tests/unit/emu/emu_test_util.h"
 
 namespace primjit::jit::emu {
@@ -277,6 +278,54 @@ def main(A: T.Buffer((4,), "int32"), n: T.int32):
   }
   Interpreter(m).run("main", {A.dl(), 2});
   EXPECT_EQ(A.get(0), 2);
+}
+
+// The interpreter tags message values as compiled host code does (type_index_of), so a failed
+// assert reads the same on both: signed and unsigned integers, bools, narrow floats.
+TEST(EmuChecks, FailedAssertMessageMatchesCompiledCode) {
+  IRModule m = parse_module(R"tir(
+@T.prim_func
+def main(A: T.Buffer((4,), "int32"), B: T.Buffer((2,), "uint8"), n: T.int32):
+    T.func_attr({"target": T.target("llvm")})
+    assert n < 3, T.format("n = {}, B[0] = {}, big: {}, half: {}, wide: {}", n, B[0], n > 5, T.Cast("float16", A[0]) * T.float16(0.5), T.Cast("uint32", A[1]))
+    A[0] = n
+)tir");
+  HostTensor A(DataType::Int(32), {4});
+  HostTensor B(DataType::UInt(8), {2});
+  A.set(0, 3);
+  A.set(1, -1);
+  B.set(0, 200);
+  const std::string expected = "n = 7, B[0] = 200, big: True, half: 1.5, wide: 4294967295";
+  Interpreter interp(m);
+  EXPECT_EQ(primjit::test::error_of([&] { interp.run("main", {A.dl(), B.dl(), 7}); }), expected);
+  Jit jit;
+  Kernel compiled = jit.kernel(m, "main");
+  EXPECT_EQ(primjit::test::error_of([&] { compiled(A.dl(), B.dl(), 7); }), expected);
+}
+
+// Accesses keep their indices in a fixed array: a buffer with more dimensions is a clear error
+// when the function is compiled, for loads, stores and T.address_of alike.
+TEST(EmuChecks, BufferWithTooManyDimensionsIsAnError) {
+  std::string shape, zeros;
+  for (int d = 0; d < 17; ++d) {
+    shape += d ? ", 1" : "1";
+    zeros += d ? ", 0" : "0";
+  }
+  std::string text = R"tir(
+@T.prim_func
+def main(A: T.Buffer((4,), "int64"), a: T.handle):
+    W = T.match_buffer(a, (SHAPE), "float32")
+    A[0] = T.reinterpret("int64", T.address_of(W[ZEROS]))
+)tir";
+  text.replace(text.find("SHAPE"), 5, shape);
+  text.replace(text.find("ZEROS"), 5, zeros);
+  IRModule m = parse_module(text);
+  HostTensor A(DataType::Int(64), {4});
+  std::vector<int64_t> dims(17, 1);
+  HostTensor W(DataType::Float(32), dims);
+  std::string e = primjit::test::error_of([&] { Interpreter(m).run("main", {A.dl(), W.dl()}); });
+  EXPECT_HAS(e, "buffer 'W' of function 'main' has 17 dimensions");
+  EXPECT_HAS(e, "the interpreter supports at most 16");
 }
 
 TEST(EmuChecks, UnknownExternIsUnsupportedUnlessProvided) {
