@@ -51,11 +51,22 @@ expect("rows (no mean, stddev, BigO or RMS rows)", sorted(table),
 expect("summary", out.splitlines()[-1], "2 of 7 benchmarks changed by more than 5 %")
 
 code, out, err = run("--threshold", "3", "compare_old.json", "compare_new.json")
-expect("--threshold 3: BM_Same", rows(out).get("BM_Same", [""] * 4)[3], "slower")
-expect("--threshold 3: BM_B", rows(out).get("BM_B", [""] * 4)[3], "")
+expect("--threshold 3: exit status", code, 0)
+table = rows(out)
+# 4 % is now beyond the threshold; 2 % still is not.
+expect("--threshold 3: BM_Same", table.get("BM_Same"), ["1 ms", "1.04 ms", "1.040", "slower"])
+expect("--threshold 3: BM_B", table.get("BM_B"), ["1 us", "980 ns", "0.980", ""])
+expect("--threshold 3: summary", out.splitlines()[-1] if out else "",
+       "3 of 7 benchmarks changed by more than 3 %")
 
 code, out, err = run("--metric", "per_alloc", "compare_old.json", "compare_new.json")
-expect("--metric per_alloc: BM_A/1", rows(out).get("BM_A/1"), ["2e-06", "1e-06", "0.500", "lower"])
+expect("--metric per_alloc: exit status", code, 0)
+table = rows(out)
+expect("--metric per_alloc: BM_A/1", table.get("BM_A/1"), ["2e-06", "1e-06", "0.500", "lower"])
+# Only BM_A/1 has the counter in both files.
+expect("--metric per_alloc: BM_B", table.get("BM_B"), ["-", "-", "-", "failed or missing"])
+expect("--metric per_alloc: summary", out.splitlines()[-1] if out else "",
+       "1 of 7 benchmarks changed by more than 5 %")
 
 for name, message in (("compare_malformed.json", "not valid JSON"),
                       ("compare_not_benchmark.json", 'no "benchmarks" list'),

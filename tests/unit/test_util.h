@@ -2,9 +2,14 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "primjit/error.h"
 
@@ -24,6 +29,39 @@ std::string error_of(F&& f) {
   }
   return "";
 }
+
+/// A fresh, empty directory under the system's temporary directory. The destructor removes it
+/// and its contents, also when a failed ASSERT ends the test early.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "primjit_test") {
+    static std::atomic<int> count{0};
+    path_ = std::filesystem::temp_directory_path() /
+            (prefix + "." + std::to_string(::getpid()) + "." + std::to_string(count++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  std::string str() const { return path_.string(); }
+  /// The files directly in the directory whose names end in `extension` (e.g. ".pjv").
+  std::vector<std::filesystem::path> files(const std::string& extension) const {
+    std::vector<std::filesystem::path> out;
+    for (const auto& e : std::filesystem::directory_iterator(path_)) {
+      if (e.path().extension() == extension) out.push_back(e.path());
+    }
+    return out;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
 
 }  // namespace primjit::test
 

@@ -121,6 +121,8 @@ def main(A: T.Buffer((2,), "int32"), L: T.Buffer((2,), "int64"), O: T.Buffer((8,
 
 // Values chosen to hit ties, subnormals, overflow and NaN in the narrow formats.
 std::vector<float> tricky_floats() {
+  // A signalling NaN: exponent all ones, quiet bit clear, payload 1.
+  const float signalling_nan = std::bit_cast<float>(uint32_t{0x7F800001});
   std::vector<float> v = {0.0f,
                           -0.0f,
                           1.0f,
@@ -151,7 +153,10 @@ std::vector<float> tricky_floats() {
                           1e-3f,
                           1e-40f,
                           std::numeric_limits<float>::infinity(),
-                          -std::numeric_limits<float>::infinity()};
+                          -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN(),
+                          -std::numeric_limits<float>::quiet_NaN(),
+                          signalling_nan};
   for (float base : {1.0f, 3.0f, 100.0f}) {
     for (int k = 0; k < 8; ++k) v.push_back(base + k * 0.0625f + 0.03125f);  // halfway points
   }
@@ -184,11 +189,15 @@ def main(X: T.Buffer((N,), "float32"), Y: T.Buffer((N,), "DTYPE"), Z: T.Buffer((
   HostTensor X(DataType::Float(32), {static_cast<int64_t>(values.size())});
   HostTensor Y(c.type, {static_cast<int64_t>(values.size())});
   HostTensor Z(DataType::Float(32), {static_cast<int64_t>(values.size())});
-  for (size_t i = 0; i < values.size(); ++i) X.set(static_cast<int64_t>(i), values[i]);
+  // The inputs' bits as they are: converting through double would quiet the signalling NaN.
+  std::memcpy(X.dl()->data, values.data(), values.size() * sizeof(float));
   Interpreter(m).run("main", {X.dl(), Y.dl(), Z.dl()});
   const int bytes = c.type.bits() / 8;
+  const uint32_t sign_bit = 1u << (c.type.bits() - 1);
+  int nans = 0;
   for (size_t i = 0; i < values.size(); ++i) {
-    SCOPED_TRACE(values[i]);
+    SCOPED_TRACE(testing::Message() << values[i] << " (bits 0x" << std::hex
+                                    << std::bit_cast<uint32_t>(values[i]) << ")");
     uint32_t stored = 0;
     std::memcpy(&stored, static_cast<uint8_t*>(Y.dl()->data) + i * bytes,
                 static_cast<size_t>(bytes));
@@ -197,10 +206,16 @@ def main(X: T.Buffer((N,), "float32"), Y: T.Buffer((N,), "DTYPE"), Z: T.Buffer((
     const float got = static_cast<float>(Z.get(static_cast<int64_t>(i)));
     if (std::isnan(expected)) {
       EXPECT_TRUE(std::isnan(got));
+      // Every NaN, signalling or quiet, becomes the format's canonical NaN with its sign kept.
+      ASSERT_TRUE(std::isnan(values[i]));
+      EXPECT_EQ(stored, (std::signbit(values[i]) ? sign_bit : 0u) | c.format->nan_bits);
+      EXPECT_EQ(std::signbit(got), std::signbit(values[i]));
+      ++nans;
     } else {
       EXPECT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(expected));
     }
   }
+  EXPECT_EQ(nans, 3);  // the NaN inputs took the NaN branch
 }
 
 TEST_P(EmuNarrowFloat, ArithmeticRoundsEachResultThroughFloat32) {

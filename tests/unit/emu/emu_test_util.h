@@ -48,7 +48,8 @@ inline bool is_packed(const IRModule& m, const std::string& name) {
 }
 
 /// A module at the stages the interpreter runs: as written, after LowerDeviceKernelLaunch, and
-/// after MakePackedAPI when that pass rewrites the function's signature.
+/// after MakePackedAPI. `entry` is a host entry point (a public function with a host target),
+/// so MakePackedAPI must give it the packed signature; a failure is reported here.
 struct Stage {
   std::string name;
   IRModule module;
@@ -57,7 +58,9 @@ inline std::vector<Stage> stages(const IRModule& m, const std::string& entry) {
   std::vector<Stage> out = {{"unlowered", m},
                             {"after LowerDeviceKernelLaunch", lower(m, "LowerDeviceKernelLaunch")}};
   IRModule packed = lower(m, "MakePackedAPI");
-  if (is_packed(packed, entry)) out.push_back({"after MakePackedAPI", packed});
+  EXPECT_TRUE(is_packed(packed, entry))
+      << "MakePackedAPI did not give '" << entry << "' the packed signature";
+  out.push_back({"after MakePackedAPI", packed});
   return out;
 }
 

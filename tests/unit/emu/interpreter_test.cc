@@ -98,7 +98,9 @@ const int kCuda = kDLCUDA;
 
 TEST(EmuKernels, ReverseThroughSharedMemory) {
   IRModule m = parse_module(kReverse);
-  for (const auto& stage : stages(m, "main")) {
+  const std::vector<test::Stage> all = stages(m, "main");
+  ASSERT_EQ(all.size(), 3u);  // unlowered, LowerDeviceKernelLaunch, MakePackedAPI
+  for (const auto& stage : all) {
     SCOPED_TRACE(stage.name);
     HostTensor A(DataType::Float(32), {128}, kCuda), B(DataType::Float(32), {128}, kCuda);
     A.fill_random(1);
@@ -112,7 +114,9 @@ TEST(EmuKernels, ReverseThroughSharedMemory) {
 
 TEST(EmuKernels, BlockReduction) {
   IRModule m = parse_module(kBlockReduce);
-  for (const auto& stage : stages(m, "main")) {
+  const std::vector<test::Stage> all = stages(m, "main");
+  ASSERT_EQ(all.size(), 3u);  // unlowered, LowerDeviceKernelLaunch, MakePackedAPI
+  for (const auto& stage : all) {
     SCOPED_TRACE(stage.name);
     HostTensor A(DataType::Float(32), {1024}, kCuda), B(DataType::Float(32), {4}, kCuda);
     A.fill_random(2);
@@ -130,7 +134,9 @@ TEST(EmuKernels, BlockReduction) {
 
 TEST(EmuKernels, TiledMatmulWithTwoDimensionalThreads) {
   IRModule m = parse_module(kTiledMatmul);
-  for (const auto& stage : stages(m, "main")) {
+  const std::vector<test::Stage> all = stages(m, "main");
+  ASSERT_EQ(all.size(), 3u);  // unlowered, LowerDeviceKernelLaunch, MakePackedAPI
+  for (const auto& stage : all) {
     SCOPED_TRACE(stage.name);
     HostTensor A(DataType::Float(32), {32, 32}, kCuda), B(DataType::Float(32), {32, 32}, kCuda);
     HostTensor C(DataType::Float(32), {32, 32}, kCuda);
@@ -151,7 +157,9 @@ TEST(EmuKernels, TiledMatmulWithTwoDimensionalThreads) {
 
 TEST(EmuKernels, SeedTwoLaunchMergeExample) {
   IRModule m = parse_module(kSeedTwoLaunch);
-  for (const auto& stage : stages(m, "main")) {
+  const std::vector<test::Stage> all = stages(m, "main");
+  ASSERT_EQ(all.size(), 3u);  // unlowered, LowerDeviceKernelLaunch, MakePackedAPI
+  for (const auto& stage : all) {
     SCOPED_TRACE(stage.name);
     HostTensor X(DataType::Float(32), {128}, kCuda), Y(DataType::Float(32), {128}, kCuda);
     X.fill_random(5);
@@ -168,7 +176,9 @@ TEST(EmuKernels, SeedTwoLaunchMergeExample) {
 
 TEST(EmuKernels, BuilderVectorAddWithRaggedLastBlock) {
   IRModule m = IRModule::from_function("vector_add_cuda", examples::vector_add_cuda());
-  for (const auto& stage : stages(m, "vector_add_cuda")) {
+  const std::vector<test::Stage> all = stages(m, "vector_add_cuda");
+  ASSERT_EQ(all.size(), 3u);  // unlowered, LowerDeviceKernelLaunch, MakePackedAPI
+  for (const auto& stage : all) {
     SCOPED_TRACE(stage.name);
     const int64_t n = 300;  // two blocks of 256 threads; the guard stops the last 212
     HostTensor A(DataType::Float(32), {n}, kCuda), B(DataType::Float(32), {n}, kCuda),
@@ -186,7 +196,9 @@ TEST(EmuKernels, BuilderVectorAddWithRaggedLastBlock) {
 
 TEST(EmuKernels, BuilderRowSoftmax) {
   IRModule m = IRModule::from_function("row_softmax", examples::row_softmax());
-  for (const auto& stage : stages(m, "row_softmax")) {
+  const std::vector<test::Stage> all = stages(m, "row_softmax");
+  ASSERT_EQ(all.size(), 3u);  // unlowered, LowerDeviceKernelLaunch, MakePackedAPI
+  for (const auto& stage : all) {
     SCOPED_TRACE(stage.name);
     const int rows = 3;
     HostTensor X(DataType::Float(32), {rows, 256}, kCuda),
@@ -232,7 +244,9 @@ TEST(EmuKernels, BuilderMatmulRelu) {
       c[i * 128 + j] = acc;
     }
   }
-  for (const auto& stage : stages(m, "matmul_relu")) {
+  const std::vector<test::Stage> all = stages(m, "matmul_relu");
+  ASSERT_EQ(all.size(), 3u);  // unlowered, LowerDeviceKernelLaunch, MakePackedAPI
+  for (const auto& stage : all) {
     SCOPED_TRACE(stage.name);
     HostTensor C(DataType::Float(32), {128, 128}, kCuda), D(DataType::Float(32), {128, 128}, kCuda);
     Interpreter(stage.module).run("matmul_relu", {A.dl(), B.dl(), C.dl(), D.dl()});
@@ -371,6 +385,16 @@ TEST(EmuHost, SerialAndParallelBlocksAgree) {
   Interpreter(m).run("main", {A.dl(), B1.dl()});
   Interpreter(m, serial).run("main", {A.dl(), B2.dl()});
   EXPECT_EQ(floats(B1), floats(B2));
+  // Both agree with the reference (the tree reduction of BlockReduction), not only with each
+  // other.
+  for (int b = 0; b < 4; ++b) {
+    std::vector<float> red(256);
+    for (int t = 0; t < 256; ++t) red[t] = static_cast<float>(A.get(b * 256 + t));
+    for (int stride = 128; stride > 0; stride /= 2) {
+      for (int t = 0; t < stride; ++t) red[t] = red[t] + red[t + stride];
+    }
+    EXPECT_EQ(static_cast<float>(B1.get(b)), red[0]) << "block " << b;
+  }
 }
 
 // After MakePackedAPI the host function takes (self, args, num_args, result); run() packs the
@@ -378,9 +402,7 @@ TEST(EmuHost, SerialAndParallelBlocksAgree) {
 TEST(EmuPackedApi, RunsPackedFunctionsAndReportsTheirChecks) {
   IRModule m = parse_module(kReverse);
   IRModule packed = test::lower(m, "MakePackedAPI");
-  if (!test::is_packed(packed, "main")) {
-    GTEST_SKIP() << "MakePackedAPI does not rewrite the signature yet (still a stub)";
-  }
+  ASSERT_TRUE(test::is_packed(packed, "main"));
   HostTensor A(DataType::Float(32), {128}, kCuda), B(DataType::Float(32), {128}, kCuda);
   A.fill_random(14);
   Interpreter interp(packed);
@@ -401,14 +423,15 @@ TEST(EmuPackedApi, RunsPackedFunctionsAndReportsTheirChecks) {
 
 TEST(EmuPackedApi, EveryKernelAfterMakePackedApi) {
   IRModule probe = test::lower(parse_module(kReverse), "MakePackedAPI");
-  if (!test::is_packed(probe, "main")) {
-    GTEST_SKIP() << "MakePackedAPI does not rewrite the signature yet (still a stub)";
-  }
-  // The kernel tests above include this stage whenever the pass is implemented; check here that
-  // they really do, with the builder's vector add.
+  ASSERT_TRUE(test::is_packed(probe, "main"));
+  // The kernel tests above run this stage too; check here that the stage really is the packed
+  // function, with the builder's vector add.
   IRModule m = IRModule::from_function("vector_add_cuda", examples::vector_add_cuda());
   auto all = stages(m, "vector_add_cuda");
   ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[2].name, "after MakePackedAPI");
+  ASSERT_TRUE(test::is_packed(all[2].module, "vector_add_cuda"));
+  EXPECT_FALSE(test::is_packed(all[1].module, "vector_add_cuda"));
   HostTensor A(DataType::Float(32), {10}, kCuda), B(DataType::Float(32), {10}, kCuda),
       C(DataType::Float(32), {10}, kCuda);
   A.fill_random(15);

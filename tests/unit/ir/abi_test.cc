@@ -56,7 +56,20 @@ TEST(FormatCall, ChecksTheFormatAgainstItsValues) {
   Var x = Var::make("x", DataType::Int(32));
   Op fmt = Op::get("format");
   Expr ok = Call::make(DataType::Handle(), fmt, {StringImm::make("got {}"), x});
-  EXPECT_TRUE(AssertStmt::make(EQ::make(x, make_const(0)), ok).defined());
+  Expr condition = EQ::make(x, make_const(0));
+  Stmt assert_stmt = AssertStmt::make(condition, ok);
+  ASSERT_TRUE(assert_stmt.defined());
+  const auto* node = assert_stmt.as<AssertStmt>();
+  ASSERT_NE(node, nullptr);
+  EXPECT_TRUE(node->condition.same_as(condition));
+  EXPECT_TRUE(node->message.same_as(ok));  // the T.format call itself, values read on failure
+  const auto* call = node->message.as<Call>();
+  ASSERT_NE(call, nullptr);
+  EXPECT_TRUE(call->is_op("format"));
+  ASSERT_EQ(call->args.size(), 2u);
+  ASSERT_NE(call->args[0].as<StringImm>(), nullptr);
+  EXPECT_EQ(call->args[0].as<StringImm>()->value, "got {}");
+  EXPECT_TRUE(call->args[1].same_as(x));
   EXPECT_ERROR_CONTAINS(Call::make(DataType::Handle(), fmt, {StringImm::make("got {} {}"), x}),
                         "takes 2 values, got 1");
   EXPECT_ERROR_CONTAINS(Call::make(DataType::Handle(), fmt, {StringImm::make("{bad}")}),

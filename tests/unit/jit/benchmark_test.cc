@@ -284,13 +284,9 @@ TEST(BenchReport, TextHasTheStatistics) {
 
 // --- GPU -----------------------------------------------------------------------------------
 
-bool have_gpu() {
-  jit::CudaDriver* driver = jit::CudaDriver::try_get();
-  return driver != nullptr && driver->device_count() > 0;
-}
-
-constexpr DLDevice kGpu{kDLCUDA, 0};
-constexpr DLDevice kCpu{kDLCPU, 0};
+using test::have_gpu;
+using test::kCpu;
+using test::kGpu;
 
 TEST(BenchmarkCuda, EventsOnTheKernelStreamWithL2Flush) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA driver or device";

@@ -19,6 +19,7 @@
 #include "primjit/ir/functor.h"
 #include "primjit/ir/text.h"
 #include "primjit/passes.h"
+#include "tests/unit/jit/jit_test_util.h"
 #include "tests/unit/test_util.h"
 
 namespace primjit::jit {
@@ -624,15 +625,6 @@ TEST(CodegenCuda, ModuleWithoutKernelsGivesNoFunctions) {
 
 // --- on a GPU ---------------------------------------------------------------------------------
 
-CudaDriver* gpu_or_skip(std::string* reason) {
-  CudaDriver* driver = CudaDriver::try_get(reason);
-  if (driver != nullptr && driver->device_count() == 0) {
-    *reason = "the driver reports no device";
-    return nullptr;
-  }
-  return driver;
-}
-
 // Kernel arguments in the kernel's parameter order, picked by parameter name from `by_name`.
 std::vector<void*> kernel_args(const IRModule& module, const std::string& symbol,
                                const std::map<std::string, DevicePtr*>& by_name) {
@@ -681,7 +673,7 @@ LaunchConfig launch_config(const IRModule& module, const CudaKernelInfo& kernel)
 
 TEST(CodegenCudaGpu, FloorDivisionOfNegativesMatchesTheIr) {
   std::string reason;
-  CudaDriver* driver = gpu_or_skip(&reason);
+  CudaDriver* driver = primjit::test::gpu_driver(&reason);
   if (driver == nullptr) GTEST_SKIP() << reason;
   driver->make_current(0);
   IRModule lowered = lower(kFloorDivision);
@@ -736,7 +728,7 @@ TEST(CodegenCudaGpu, FloorDivisionOfNegativesMatchesTheIr) {
 
 TEST(CodegenCudaGpu, MatmulReluMatchesTheReference) {
   std::string reason;
-  CudaDriver* driver = gpu_or_skip(&reason);
+  CudaDriver* driver = primjit::test::gpu_driver(&reason);
   if (driver == nullptr) GTEST_SKIP() << reason;
   driver->make_current(0);
   IRModule lowered = lower(builder_example("matmul_relu"));
@@ -765,16 +757,21 @@ TEST(CodegenCudaGpu, MatmulReluMatchesTheReference) {
                    args.data());
   }
   driver->synchronize();
+  driver->copy_to_host(c.data(), dc, bytes);
   driver->copy_to_host(d.data(), dd, bytes);
   driver->unload_module(module);
   for (DevicePtr p : {da, db, dc, dd}) driver->free(p);
+  int negatives = 0;
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) {
       float sum = 0.0f;
       for (int k = 0; k < n; ++k) sum += a[i * n + k] * b[k * n + j];
+      ASSERT_EQ(c[i * n + j], sum) << "C[" << i << ", " << j << "]";  // the first launch
       ASSERT_EQ(d[i * n + j], std::max(sum, 0.0f)) << "D[" << i << ", " << j << "]";
+      negatives += sum < 0.0f;
     }
   }
+  EXPECT_GT(negatives, 0);  // the ReLU did something
 }
 
 }  // namespace

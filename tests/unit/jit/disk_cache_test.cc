@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include "primjit/log.h"
 #include "primjit/tensor.h"
 #include "primjit/version.h"
+#include "tests/unit/test_util.h"
 
 extern char** environ;
 
@@ -31,32 +33,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh, empty directory removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    static int count = 0;
-    path_ = fs::temp_directory_path() / ("primjit_disk_cache_test." + std::to_string(::getpid()) +
-                                         "." + std::to_string(count++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-  std::vector<fs::path> files(const std::string& extension = ".pjv") const {
-    std::vector<fs::path> out;
-    for (const auto& e : fs::directory_iterator(path_)) {
-      if (e.path().extension() == extension) out.push_back(e.path());
-    }
-    return out;
-  }
+using test::TempDir;
 
- private:
-  fs::path path_;
-};
+// The extension of the cache's entry files.
+constexpr const char* kEntry = ".pjv";
 
 std::string read_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -146,7 +126,7 @@ TEST(DiskCacheFiles, StoreThenLoad) {
   ASSERT_EQ(found.status, jit::DiskCache::Status::kHit) << found.problem;
   expect_same(found.variant, sample_variant());
   EXPECT_EQ(cache.load("key two\n").status, jit::DiskCache::Status::kMissing);
-  EXPECT_EQ(dir.files().size(), 1u);
+  EXPECT_EQ(dir.files(kEntry).size(), 1u);
   EXPECT_TRUE(dir.files(".tmp").empty());
 }
 
@@ -206,7 +186,7 @@ TEST(DiskCacheFiles, SizeCapRemovesTheLeastRecentlyUsed) {
   age("c\n", 100);
   ASSERT_EQ(cache.load("a\n").status, jit::DiskCache::Status::kHit);  // a is now the newest
   ASSERT_TRUE(cache.store("d\n", sample_variant(), &problem));
-  EXPECT_EQ(dir.files().size(), 3u);
+  EXPECT_EQ(dir.files(kEntry).size(), 3u);
   EXPECT_EQ(cache.load("b\n").status, jit::DiskCache::Status::kMissing);  // the oldest went
   EXPECT_EQ(cache.load("a\n").status, jit::DiskCache::Status::kHit);
   EXPECT_EQ(cache.load("c\n").status, jit::DiskCache::Status::kHit);
@@ -228,8 +208,9 @@ TEST(DiskCacheFiles, UncreatableDirectoryIsAnError) {
 
 // --- the Jit with a disk cache ---------------------------------------------------------------
 
-PrimFunc axpb_function() {
-  return parse(R"(
+// B = A * s + offset. Every version is named axpb: only the function's text tells them apart.
+PrimFunc axpb_function(int offset = 1) {
+  std::string text = R"(
 @T.prim_func
 def axpb(a: T.handle, b: T.handle, s: T.float32):
     T.func_attr({"target": T.target("llvm")})
@@ -237,21 +218,23 @@ def axpb(a: T.handle, b: T.handle, s: T.float32):
     A = T.match_buffer(a, (n,), "float32")
     B = T.match_buffer(b, (n,), "float32")
     for i in range(n):
-        B[i] = A[i] * s + T.float32(1)
-)")
-      ->lookup("axpb");
+        B[i] = A[i] * s + T.float32(OFFSET)
+)";
+  text.replace(text.find("OFFSET"), 6, std::to_string(offset));
+  return parse(text)->lookup("axpb");
 }
 
 const int64_t kSizes[] = {8, 16, 24};
 
-// Calls the kernel once per size and checks each result; true when all are right.
-bool run_sizes(const Kernel& k) {
+// Calls the kernel once per size and checks each result (a * 3 + offset); true when all are
+// right.
+bool run_sizes(const Kernel& k, float offset = 1.0f) {
   bool ok = true;
   for (int64_t n : kSizes) {
     Tensor a = Tensor::zeros({n}, DataType::Float(32)), b = Tensor::zeros({n}, DataType::Float(32));
     std::iota(a.data<float>(), a.data<float>() + n, 1.0f);
     k(a, b, 3.0f);
-    for (int64_t i = 0; i < n; ++i) ok &= b.data<float>()[i] == a.data<float>()[i] * 3.0f + 1.0f;
+    for (int64_t i = 0; i < n; ++i) ok &= b.data<float>()[i] == a.data<float>()[i] * 3.0f + offset;
   }
   return ok;
 }
@@ -350,7 +333,7 @@ TEST(JitDiskCache, SecondProcessLoadsEveryVariantWithoutCompiling) {
     EXPECT_EQ(s.disk_hits, 0u);
     EXPECT_GT(s.compile.disk_ms, 0.0);  // the writes
   }
-  EXPECT_EQ(dir.files().size(), 3u);
+  EXPECT_EQ(dir.files(kEntry).size(), 3u);
   std::string out = dir.str() + "/child.out";
   ChildStats child = wait_child(spawn_child(dir.str(), out), out);
   EXPECT_EQ(child.ok, 1);
@@ -419,7 +402,7 @@ TEST(JitDiskCache, DamagedEntriesAreRecompiledAndReplaced) {
       Jit jit(on_disk(dir.str()));
       ASSERT_TRUE(run_sizes(jit.kernel(axpb_function())));
     }
-    std::vector<fs::path> files = dir.files();
+    std::vector<fs::path> files = dir.files(kEntry);
     ASSERT_EQ(files.size(), 3u);
     for (const fs::path& f : files) write_bytes(f, mutate(read_bytes(f)));
     {
@@ -444,7 +427,7 @@ TEST(JitDiskCache, DamagedEntriesAreRecompiledAndReplaced) {
     Kernel k = jit.kernel(axpb_function());
     EXPECT_TRUE(run_sizes(k));
     EXPECT_EQ(k.stats().disk_hits, 3u);
-    EXPECT_EQ(dir.files().size(), 3u);
+    EXPECT_EQ(dir.files(kEntry).size(), 3u);
   }
 }
 
@@ -458,7 +441,7 @@ TEST(JitDiskCache, TwoProcessesWritingTheSameKeysBothSucceed) {
   EXPECT_EQ(c2.ok, 1);
   EXPECT_EQ(c1.misses + c1.disk_hits, 3u);
   EXPECT_EQ(c2.misses + c2.disk_hits, 3u);
-  EXPECT_EQ(dir.files().size(), 3u);
+  EXPECT_EQ(dir.files(kEntry).size(), 3u);
   EXPECT_TRUE(dir.files(".tmp").empty());
   Jit jit(on_disk(dir.str()));  // whichever rename won, each file is valid
   Kernel k = jit.kernel(axpb_function());
@@ -477,13 +460,13 @@ TEST(JitDiskCache, EnvironmentCanTurnItOff) {
     Jit jit(o);
     ASSERT_TRUE(run_sizes(jit.kernel(axpb_function())));
   }
-  EXPECT_TRUE(dir.files().empty());
+  EXPECT_TRUE(dir.files(kEntry).empty());
   setenv("PRIMJIT_CACHE", "1", 1);
   {
     Jit jit(o);
     ASSERT_TRUE(run_sizes(jit.kernel(axpb_function())));
   }
-  EXPECT_EQ(dir.files().size(), 3u);
+  EXPECT_EQ(dir.files(kEntry).size(), 3u);
   o.disk_cache = DiskCacheMode::kDisabled;
   {
     Jit jit(o);
@@ -505,7 +488,7 @@ TEST(JitDiskCache, OtherOptionsAndFunctionsGetTheirOwnEntries) {
     ASSERT_TRUE(run_sizes(jit.kernel(axpb_function())));
     ASSERT_TRUE(run_sizes(jit.kernel(axpb_function(), {.policy = Policy::kDynamic})));
   }
-  EXPECT_EQ(dir.files().size(), 4u);  // three exact variants and the dynamic one
+  EXPECT_EQ(dir.files(kEntry).size(), 4u);  // three exact variants and the dynamic one
   {
     JitOptions o2 = on_disk(dir.str());
     o2.opt_level = 1;  // other code: its own entries
@@ -514,13 +497,31 @@ TEST(JitDiskCache, OtherOptionsAndFunctionsGetTheirOwnEntries) {
     ASSERT_TRUE(run_sizes(k));
     EXPECT_EQ(k.stats().misses, 3u);
   }
-  EXPECT_EQ(dir.files().size(), 7u);
+  EXPECT_EQ(dir.files(kEntry).size(), 7u);
   // emu variants compile nothing and are not stored.
   Jit jit(on_disk(dir.str()));
   Kernel emu = jit.kernel(axpb_function(), {.target = Target::emu()});
   ASSERT_TRUE(run_sizes(emu));
   EXPECT_EQ(emu.stats().disk_hits, 0u);
-  EXPECT_EQ(dir.files().size(), 7u);
+  EXPECT_EQ(dir.files(kEntry).size(), 7u);
+  // Another function of the same name and signature: the key holds the function's text, so it
+  // compiles its own variants (nothing of the first axpb is loaded) and computes its own result.
+  PrimFunc other = axpb_function(2);
+  ASSERT_EQ(other->global_symbol(), axpb_function()->global_symbol());
+  Kernel k2 = jit.kernel(other);
+  ASSERT_TRUE(run_sizes(k2, 2.0f));
+  KernelStats s2 = k2.stats();
+  EXPECT_EQ(s2.misses, 3u);
+  EXPECT_EQ(s2.disk_hits, 0u);
+  EXPECT_EQ(dir.files(kEntry).size(), 10u);
+  // And a later session loads each function's own entries.
+  Jit later(on_disk(dir.str()));
+  Kernel first_again = later.kernel(axpb_function()), other_again = later.kernel(other);
+  EXPECT_TRUE(run_sizes(first_again));
+  EXPECT_TRUE(run_sizes(other_again, 2.0f));
+  EXPECT_EQ(first_again.stats().disk_hits, 3u);
+  EXPECT_EQ(other_again.stats().disk_hits, 3u);
+  EXPECT_EQ(first_again.stats().misses + other_again.stats().misses, 0u);
 }
 
 // --- prewarm and compile_async -----------------------------------------------------------------
@@ -560,8 +561,20 @@ TEST(JitPrewarm, CompileAsyncMakesTheSameVariantAsACall) {
   ASSERT_TRUE(run_sizes(k));
   EXPECT_EQ(k.stats().misses, 3u);
   EXPECT_EQ(k.stats().hits, 3u);
-  // The same variants: the same keys, so the lazy kernel's reasons match up.
   EXPECT_EQ(lazy.stats().misses, k.stats().misses);
+  // The concurrent compiles finish in any order, so their reasons do too; exactly one of
+  // them came first.
+  std::vector<std::string> reasons = k.stats().reasons;
+  EXPECT_EQ(std::count(reasons.begin(), reasons.end(), "first call"), 1);
+  // The same variants: compiled ahead of time one after the other, in the calls' order, they
+  // get the calls' keys and so the lazy kernel's reasons.
+  Jit jit3(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel in_order = jit3.kernel(axpb_function());
+  for (int64_t n : kSizes) in_order.compile_async(signature(n)).get();
+  EXPECT_EQ(in_order.stats().reasons, lazy.stats().reasons);
+  ASSERT_TRUE(run_sizes(in_order));
+  EXPECT_EQ(in_order.stats().misses, 3u);
+  EXPECT_EQ(in_order.stats().hits, 3u);
 }
 
 TEST(JitPrewarm, BadSignaturesAreErrorsNamingTheArgument) {
@@ -578,7 +591,7 @@ TEST(JitPrewarm, BadSignaturesAreErrorsNamingTheArgument) {
   }
   EXPECT_EQ(k.stats().misses, 1u);  // the good signature still compiled
   std::future<void> f = k.compile_async({ArgSpec::scalar(DataType::Float(32))});
-  EXPECT_THROW(f.get(), Error);
+  EXPECT_ERROR_CONTAINS(f.get(), "'axpb' takes 3 arguments, the signature has 1");
   try {
     k.compile_async({ArgSpec::scalar(DataType::Float(32)), ArgSpec::scalar(DataType::Float(32)),
                      ArgSpec::scalar(DataType::Float(32))})
@@ -595,7 +608,7 @@ TEST(JitPrewarm, WritesToTheDiskCacheForLaterProcesses) {
     Jit jit(on_disk(dir.str()));
     jit.kernel(axpb_function()).prewarm({signature(8), signature(16), signature(24)});
   }
-  EXPECT_EQ(dir.files().size(), 3u);
+  EXPECT_EQ(dir.files(kEntry).size(), 3u);
   std::string out = dir.str() + "/child.out";
   ChildStats child = wait_child(spawn_child(dir.str(), out), out);
   EXPECT_EQ(child.ok, 1);

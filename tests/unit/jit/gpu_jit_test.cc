@@ -3,34 +3,31 @@
 // driver, the first call of a cuda kernel must say so.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <numeric>
 #include <random>
-
-#include <unistd.h>
+#include <string>
+#include <vector>
 
 #include "examples/kernels.h"
-#include "jit/cuda/driver.h"
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
+#include "tests/unit/jit/jit_test_util.h"
 #include "tests/unit/test_util.h"
 
 namespace primjit {
 namespace {
 
-bool have_gpu() {
-  jit::CudaDriver* driver = jit::CudaDriver::try_get();
-  return driver != nullptr && driver->device_count() > 0;
-}
+using test::have_gpu;
+using test::kCpu;
+using test::kGpu;
+using test::TempDir;
 
 #define REQUIRE_GPU() \
   if (!have_gpu()) GTEST_SKIP() << "no CUDA driver or device"
-
-constexpr DLDevice kGpu{kDLCUDA, 0};
-constexpr DLDevice kCpu{kDLCPU, 0};
 
 Tensor filled(std::vector<int64_t> shape, uint32_t seed) {
   Tensor t = Tensor::zeros(std::move(shape), DataType::Float(32));
@@ -38,6 +35,22 @@ Tensor filled(std::vector<int64_t> shape, uint32_t seed) {
   std::uniform_real_distribution<float> dist(-1, 1);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
   return t;
+}
+
+// Checks matmul_relu's outputs: C = A * B (the first launch) and D = max(C, 0) (the second).
+void expect_matmul_relu(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d) {
+  int negatives = 0;
+  for (int i = 0; i < 128; ++i) {
+    for (int j = 0; j < 128; ++j) {
+      double acc = 0;
+      for (int p = 0; p < 128; ++p)
+        acc += a.data<float>()[i * 128 + p] * b.data<float>()[p * 128 + j];
+      ASSERT_NEAR(c.data<float>()[i * 128 + j], acc, 1e-3) << "C " << i << "," << j;
+      ASSERT_NEAR(d.data<float>()[i * 128 + j], std::max(acc, 0.0), 1e-3) << i << "," << j;
+      negatives += acc < 0;
+    }
+  }
+  EXPECT_GT(negatives, 0);  // the ReLU did something
 }
 
 TEST(JitCuda, WithoutADriverTheFirstCallSaysSo) {
@@ -48,8 +61,8 @@ TEST(JitCuda, WithoutADriverTheFirstCallSaysSo) {
   int64_t n = 8;
   DLTensor t{host.data(), kGpu, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
   // PRIMJIT_DUMP_CUDA gets the source even so: it is generated before the driver is needed.
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / "primjit_dump_cuda_test";
-  std::filesystem::remove_all(dir);
+  TempDir temp("primjit_dump_cuda_test");
+  const std::filesystem::path& dir = temp.path();
   setenv("PRIMJIT_DUMP_CUDA", dir.c_str(), 1);
   EXPECT_ERROR_CONTAINS(k(&t, &t, &t), "no CUDA driver");
   unsetenv("PRIMJIT_DUMP_CUDA");
@@ -60,7 +73,6 @@ TEST(JitCuda, WithoutADriverTheFirstCallSaysSo) {
   EXPECT_NE(code.find("__global__ void __launch_bounds__(256) vector_add_cuda_kernel("),
             std::string::npos)
       << code;
-  std::filesystem::remove_all(dir);
 }
 
 TEST(JitCuda, VectorAddWithASymbolicGrid) {
@@ -105,15 +117,7 @@ TEST(JitCuda, TwoLaunchMatmulReluWithMergedSharedMemory) {
   Tensor dc = Tensor::zeros({128, 128}, DataType::Float(32), kGpu);
   Tensor dd = Tensor::zeros({128, 128}, DataType::Float(32), kGpu);
   k(a.to(kGpu), b.to(kGpu), dc, dd);
-  Tensor d = dd.to(kCpu);
-  for (int i = 0; i < 128; ++i) {
-    for (int j = 0; j < 128; ++j) {
-      double acc = 0;
-      for (int p = 0; p < 128; ++p)
-        acc += a.data<float>()[i * 128 + p] * b.data<float>()[p * 128 + j];
-      ASSERT_NEAR(d.data<float>()[i * 128 + j], std::max(acc, 0.0), 1e-3) << i << "," << j;
-    }
-  }
+  expect_matmul_relu(a, b, dc.to(kCpu), dd.to(kCpu));
 }
 
 TEST(JitCuda, MoreThan48KBOfDynamicSharedMemory) {
@@ -150,33 +154,34 @@ def reverse_big(A: T.Buffer((32768,), "float32"), B: T.Buffer((32768,), "float32
 // and the kernels (two launches, merged shared memory) still compute the right result.
 TEST(JitCuda, DiskCacheHitLoadsDeviceCodeWithoutNvrtc) {
   REQUIRE_GPU();
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("primjit_gpu_disk_cache." + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
+  TempDir dir("primjit_gpu_disk_cache");
   JitOptions options;
   options.disk_cache = DiskCacheMode::kEnabled;
-  options.cache_dir = dir.string();
-  Tensor a = filled({1000}, 7), b = filled({1000}, 8);
+  options.cache_dir = dir.str();
+  Tensor a = filled({128, 128}, 7), b = filled({128, 128}, 8);
   for (int session = 0; session < 2; ++session) {
+    SCOPED_TRACE("session " + std::to_string(session));
     Jit jit(options);
-    Kernel k = jit.kernel(examples::vector_add_cuda(), {.target = Target::cuda()});
-    Tensor dc = Tensor::zeros({1000}, DataType::Float(32), kGpu);
-    k(a.to(kGpu), b.to(kGpu), dc);
-    Tensor c = dc.to(kCpu);
-    for (int64_t i = 0; i < 1000; ++i)
-      ASSERT_EQ(c.data<float>()[i], a.data<float>()[i] + b.data<float>()[i]);
+    Kernel k = jit.kernel(examples::matmul_relu(), {.target = Target::cuda()});
+    Tensor dc = Tensor::zeros({128, 128}, DataType::Float(32), kGpu);
+    Tensor dd = Tensor::zeros({128, 128}, DataType::Float(32), kGpu);
+    k(a.to(kGpu), b.to(kGpu), dc, dd);
+    expect_matmul_relu(a, b, dc.to(kCpu), dd.to(kCpu));
+    if (HasFatalFailure()) return;
     KernelStats s = k.stats();
     if (session == 0) {
       EXPECT_EQ(s.misses, 1u);
+      EXPECT_EQ(s.disk_hits, 0u);
       EXPECT_GT(s.compile.device_compile_ms, 0.0);
+      EXPECT_EQ(dir.files(".pjv").size(), 1u);  // the variant was written
     } else {
       EXPECT_EQ(s.misses, 0u);
       EXPECT_EQ(s.disk_hits, 1u);
       EXPECT_EQ(s.compile.device_compile_ms, 0.0);  // no NVRTC
       EXPECT_EQ(s.compile.host_ms, 0.0);            // no LLVM
+      EXPECT_EQ(s.reasons, std::vector<std::string>{"first call (disk cache)"});
     }
   }
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

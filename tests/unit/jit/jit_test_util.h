@@ -1,11 +1,13 @@
 // Shared by the JIT runtime's tests: a CPU kernel B = A * s with a symbolic length, and a pair
-// of tensors to call it with.
+// of tensors to call it with; whether a GPU is there, and its and the host's DLDevice.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <string>
 
+#include "jit/cuda/driver.h"
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
 #include "primjit/tensor.h"
@@ -37,5 +39,23 @@ struct Pair {
     for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(b.data<float>()[i], a.data<float>()[i] * s);
   }
 };
+
+/// The CUDA driver when it loads and reports a device; otherwise null, with the reason in
+/// `*why_not` when given. GPU tests skip with that reason.
+inline jit::CudaDriver* gpu_driver(std::string* why_not = nullptr) {
+  std::string reason;
+  jit::CudaDriver* driver = jit::CudaDriver::try_get(&reason);
+  if (driver != nullptr && driver->device_count() == 0) {
+    driver = nullptr;
+    reason = "the driver reports no device";
+  }
+  if (driver == nullptr && why_not != nullptr) *why_not = reason;
+  return driver;
+}
+
+inline bool have_gpu() { return gpu_driver() != nullptr; }
+
+inline constexpr DLDevice kGpu{kDLCUDA, 0};
+inline constexpr DLDevice kCpu{kDLCPU, 0};
 
 }  // namespace primjit::test

@@ -16,6 +16,7 @@
 #include "primjit/ir/text.h"
 #include "primjit/ir/verify.h"
 #include "primjit/passes.h"
+#include "tests/unit/test_util.h"
 
 namespace primjit::passes {
 namespace {
@@ -157,7 +158,9 @@ int check_merged(const PrimFunc& in, const PrimFunc& out) {
           EXPECT_EQ(begin % bytes, 0) << b->name << " is not aligned to its element size";
           EXPECT_EQ(begin % std::max(o.data_alignment, 1), 0)
               << b->name << " is not aligned to " << o.data_alignment;
-          if (total) EXPECT_LE(end, *total) << b->name << " runs past the merged allocation";
+          if (total) {
+            EXPECT_LE(end, *total) << b->name << " runs past the merged allocation";
+          }
           ranges.push_back({b->name, begin, end});
         }
         EXPECT_GE(ranges.size(), 2u);
@@ -342,8 +345,12 @@ TEST(MergeSharedMemory, BadArgumentIsAnError) {
     def main(X: T.Buffer((128,), "float32")):
         X[0] = T.float32(0)
 )");
-  EXPECT_THROW(run_merge(in, "MergeSharedMemoryAllocations{bogus=1}"), Error);
-  EXPECT_THROW(run_merge(in, "MergeSharedMemoryAllocations{static=yes}"), Error);
+  EXPECT_ERROR_CONTAINS(run_merge(in, "MergeSharedMemoryAllocations{bogus=1}"),
+                        "MergeSharedMemoryAllocations: unknown argument 'bogus'; the only "
+                        "argument is static=0|1");
+  EXPECT_ERROR_CONTAINS(run_merge(in, "MergeSharedMemoryAllocations{static=yes}"),
+                        "MergeSharedMemoryAllocations: the value of 'static' must be 0 or 1, "
+                        "got 'yes'");
 }
 
 // ---- randomized kernels ----------------------------------------------------------------------
