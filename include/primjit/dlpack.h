@@ -6,10 +6,14 @@
 #include <cstdint>
 #include <string>
 
+#include "primjit/ir/dtype.h"
+
 namespace primjit {
 
 /// TVM-style dtype name: "float32", "int8", "uint1" is "bool", "bfloat16", "float16x4".
 std::string dtype_name(DLDataType dtype);
+/// The DLPack type of a primjit dtype (inverse of DataType::from_dlpack).
+DLDataType to_dlpack(DataType dtype);
 /// Product of the shape (1 for a 0-d tensor).
 int64_t num_elements(const DLTensor& tensor);
 /// True when the elements are densely packed in row-major order (strides null or compact).

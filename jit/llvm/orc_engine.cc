@@ -112,6 +112,7 @@ struct OrcEngine::Impl {
   ModuleKey next_key = 1;
   std::map<ModuleKey, llvm::orc::ResourceTrackerSP> trackers;
   std::map<ModuleKey, std::string> kept_ir;
+  std::once_flag runtime_once;
 
   std::unique_ptr<llvm::TargetMachine> borrow_machine() {
     {
@@ -148,7 +149,7 @@ struct OrcEngine::Impl {
   }
 
   // Verifies, optimizes and compiles `module` to an object; its optimized IR goes to
-  // `optimized` when the engine keeps it.
+  // `optimized` (when not null) if the engine keeps it.
   std::unique_ptr<llvm::MemoryBuffer> compile(llvm::Module& module, bool user_input,
                                               std::string* optimized) {
     std::string problems;
@@ -175,7 +176,7 @@ struct OrcEngine::Impl {
     }
     return_machine(std::move(machine));
 
-    if (options.keep_optimized_ir) {
+    if (options.keep_optimized_ir && optimized != nullptr) {
       llvm::raw_string_ostream stream(*optimized);
       module.print(stream, nullptr);
     }
@@ -221,9 +222,9 @@ std::string OrcEngine::compile_object(std::unique_ptr<llvm::Module> module,
   PRIMJIT_ICHECK(module != nullptr && context != nullptr)
       << "compile_object needs a module and context";
   PRIMJIT_ICHECK(&module->getContext() == context.get()) << "module does not belong to context";
-  std::string optimized;
+  // No optimized IR is kept: the object may be linked elsewhere (another process).
   std::unique_ptr<llvm::MemoryBuffer> object =
-      impl_->compile(*module, /*user_input=*/false, &optimized);
+      impl_->compile(*module, /*user_input=*/false, /*optimized=*/nullptr);
   return object->getBuffer().str();
 }
 
@@ -287,6 +288,10 @@ void OrcEngine::define_symbol(std::string_view name, void* address) {
                                    llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
   check(impl_->jit->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(symbols))),
         "cannot define runtime symbol '" + std::string(name) + "'");
+}
+
+void OrcEngine::register_runtime_once(void (*define)(OrcEngine&)) {
+  std::call_once(impl_->runtime_once, [&] { define(*this); });
 }
 
 std::string OrcEngine::optimized_ir(ModuleKey key) const {

@@ -56,8 +56,12 @@ class OrcEngine {
   void remove(ModuleKey key);
   /// Makes a host function callable from JIT code under `name`.
   void define_symbol(std::string_view name, void* address);
+  /// Runs `define` (which defines the runtime's symbols) the first time it is called on this
+  /// engine; later calls, from any thread, return once that first one has finished.
+  void register_runtime_once(void (*define)(OrcEngine&));
 
-  /// Optimized IR of a module (requires OrcOptions::keep_optimized_ir).
+  /// Optimized IR of a module added by add_module or add_ir_text (requires
+  /// OrcOptions::keep_optimized_ir).
   std::string optimized_ir(ModuleKey key) const;
 
   const std::string& target_triple() const;

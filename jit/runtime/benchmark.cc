@@ -298,8 +298,7 @@ void validate(const BenchOptions& o) {
 BenchResult Kernel::benchmark(std::span<const Arg> args, const BenchOptions& bench_options) const {
   PRIMJIT_USER_CHECK(state_ != nullptr) << "benchmark of an empty Kernel (use Jit::kernel)";
   validate(bench_options);
-  const std::string& symbol = function()->global_symbol();
-  std::string name = symbol.empty() ? "main" : symbol;
+  const std::string& name = function()->global_symbol();  // kernels always have one
   bool on_gpu = target()->kind == "cuda";
   jit::CudaDriver* driver = on_gpu ? &jit::CudaDriver::get() : nullptr;
   auto* stream = static_cast<CUstream_st*>(options().cuda_stream);

@@ -221,9 +221,4 @@ std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
   return code;
 }
 
-std::unique_ptr<DeviceCode> load_device_code(const IRModule& lowered, const Target& device,
-                                             const DeviceOptions& options, StageTimes* times) {
-  return load_device_binary(compile_device_code(lowered, device, options, times), options, times);
-}
-
 }  // namespace primjit::jit

@@ -15,9 +15,8 @@
 namespace primjit::jit {
 
 struct DeviceCode {
+  std::shared_ptr<void> owner;  // modules etc.; declared first: released after the kernels
   std::map<std::string, std::unique_ptr<KernelHandle>> kernels;  // by kernel symbol
-  std::shared_ptr<void> owner;  // modules etc.; released after the kernels
-  ~DeviceCode() { kernels.clear(); }
 };
 
 struct DeviceOptions {
@@ -46,8 +45,5 @@ DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
 /// Loads compiled kernels on device 0 (nothing to load: an empty DeviceCode).
 std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
                                                const DeviceOptions& options, StageTimes* times);
-/// compile_device_code, then load_device_binary.
-std::unique_ptr<DeviceCode> load_device_code(const IRModule& lowered, const Target& device,
-                                             const DeviceOptions& options, StageTimes* times);
 
 }  // namespace primjit::jit

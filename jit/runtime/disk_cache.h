@@ -52,8 +52,6 @@ class DiskCache {
 
   /// The file a key is stored in.
   std::string path_of(const std::string& key) const;
-  const std::string& dir() const { return dir_; }
-  uint64_t max_bytes() const { return max_bytes_; }
 
   /// The default directory: $PRIMJIT_CACHE_DIR, else $XDG_CACHE_HOME/primjit, else
   /// $HOME/.cache/primjit; empty when none of them is set.

@@ -5,30 +5,18 @@
 namespace primjit {
 
 std::string dtype_name(DLDataType dtype) {
-  const std::string bits = std::to_string(dtype.bits);
-  std::string name;
-  switch (dtype.code) {
-    case kDLInt:
-      name = "int" + bits;
-      break;
-    case kDLUInt:
-      name = dtype.bits == 1 ? "bool" : "uint" + bits;
-      break;
-    case kDLFloat:
-      name = "float" + bits;
-      break;
-    case kDLBfloat:
-      name = "bfloat" + bits;
-      break;
-    case kDLOpaqueHandle:
-      name = "handle";
-      break;
-    default:
-      name = "dlpack_code" + std::to_string(static_cast<int>(dtype.code)) + "_" + bits;
-      break;
-  }
+  DataType t;
+  if (DataType::from_dlpack(dtype.code, dtype.bits, dtype.lanes, &t)) return t.str();
+  // Not a primjit dtype: say what it is.
+  std::string name = "dlpack_code" + std::to_string(static_cast<int>(dtype.code)) + "_" +
+                     std::to_string(dtype.bits);
   if (dtype.lanes > 1) name += "x" + std::to_string(dtype.lanes);
   return name;
+}
+
+DLDataType to_dlpack(DataType t) {
+  return DLDataType{static_cast<uint8_t>(t.dlpack_code()), static_cast<uint8_t>(t.bits()),
+                    static_cast<uint16_t>(t.lanes())};
 }
 
 int64_t num_elements(const DLTensor& tensor) {

@@ -36,15 +36,6 @@ std::string fresh_suffix() {
   return text;
 }
 
-void ensure_runtime(OrcEngine& engine) {
-  static std::mutex mutex;
-  static std::map<OrcEngine*, bool> registered;  // engines are long-lived
-  std::lock_guard<std::mutex> lock(mutex);
-  if (registered[&engine]) return;
-  register_host_runtime(engine);
-  registered[&engine] = true;
-}
-
 // Suffixes linked per engine: a second image with the same suffix would redefine its symbols.
 std::mutex g_linked_mutex;
 std::set<std::pair<const OrcEngine*, std::string>> g_linked;
@@ -63,6 +54,11 @@ HostImage compile_host(OrcEngine& engine, const IRModule& lowered) {
   return image;
 }
 
+bool HostProgram::is_linked(const OrcEngine& engine, const std::string& suffix) {
+  std::lock_guard<std::mutex> lock(g_linked_mutex);
+  return g_linked.count({&engine, suffix}) > 0;
+}
+
 HostProgram::HostProgram(OrcEngine& engine, const HostImage& image) : engine_(engine) {
   link(image);
 }
@@ -72,7 +68,7 @@ HostProgram::HostProgram(OrcEngine& engine, const IRModule& lowered) : engine_(e
 }
 
 void HostProgram::link(const HostImage& image) {
-  ensure_runtime(engine_);
+  engine_.register_runtime_once(register_host_runtime);
   {
     std::lock_guard<std::mutex> lock(g_linked_mutex);
     PRIMJIT_USER_CHECK(g_linked.emplace(&engine_, image.suffix).second)

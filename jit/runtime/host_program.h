@@ -56,6 +56,8 @@ class HostProgram {
   PJPackedFunc function(const std::string& name) const;
   /// What this program appends to every symbol it defines.
   const std::string& symbol_suffix() const { return suffix_; }
+  /// Whether code with this symbol suffix is linked in `engine` (a second copy cannot be).
+  static bool is_linked(const OrcEngine& engine, const std::string& suffix);
 
  private:
   void link(const HostImage& image);

@@ -2,10 +2,10 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
 #include <atomic>
-#include <mutex>
 
 #include "jit/llvm/orc_engine.h"
 #include "jit/runtime/launch.h"
@@ -24,7 +24,6 @@ void register_host_runtime(OrcEngine& engine) {
   engine.define_symbol(kLaunchSymbol, reinterpret_cast<void*>(&primjit_rt_launch));
 }
 
-const std::string& last_error() { return t_last_error; }
 void set_last_error(std::string message) { t_last_error = std::move(message); }
 
 PJValue call_packed(PJPackedFunc func, const PJValue* args, int32_t num_args) {
@@ -51,29 +50,31 @@ extern "C" void primjit_rt_set_error(const char* format, const PJValue* values,
 extern "C" int32_t primjit_rt_parallel_for(int64_t begin, int64_t end,
                                            primjit::jit::ParallelBody body, void* closure) {
   if (begin >= end) return 0;
-  // Iterations are cheap loop bodies: chunks of at least 1024 iterations (or an eighth of a
-  // core's share) keep the scheduling overhead small; TBB splits further as cores steal.
+  // Chunks of a 64th of the range, at most 1024 iterations: few enough to keep scheduling
+  // cheap, small enough for stealing to balance the cores.
   const int64_t n = end - begin;
   const int64_t grain = std::max<int64_t>(1, std::min<int64_t>(1024, n / 64));
   std::atomic<bool> failed{false};
-  std::string error;
-  std::mutex error_mutex;
+  std::string error;  // written only by the first body that fails
   tbb::task_group_context context;
-  tbb::parallel_for(
-      tbb::blocked_range<int64_t>(begin, end, grain),
-      [&](const tbb::blocked_range<int64_t>& range) {
-        for (int64_t i = range.begin(); i != range.end(); ++i) {
-          if (body(i, closure) != 0) {
-            std::lock_guard<std::mutex> lock(error_mutex);
-            std::string message;
-            message.swap(primjit::jit::t_last_error);  // this worker's message, taken
-            if (!failed.exchange(true)) error = std::move(message);
-            context.cancel_group_execution();
-            return;
+  // Isolated: while this thread waits for the loop it runs only the loop's own chunks, never
+  // an unrelated task of the caller's (which could call back into primjit mid-call).
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(begin, end, grain),
+        [&](const tbb::blocked_range<int64_t>& range) {
+          for (int64_t i = range.begin(); i != range.end(); ++i) {
+            if (body(i, closure) != 0) {
+              std::string message;
+              message.swap(primjit::jit::t_last_error);  // this worker's message, taken
+              if (!failed.exchange(true)) error = std::move(message);
+              context.cancel_group_execution();
+              return;
+            }
           }
-        }
-      },
-      context);
+        },
+        context);
+  });
   if (!failed) return 0;
   primjit::jit::t_last_error = error;  // the caller's thread reports it
   return -1;

@@ -18,12 +18,11 @@ inline constexpr const char* kParallelForSymbol = "primjit_rt_parallel_for";
 /// The body of a parallel loop: runs iteration `i`; returns 0, or -1 after setting the error.
 using ParallelBody = int32_t (*)(int64_t i, void* closure);
 
-/// Defines the runtime symbols in `engine` (once per engine).
+/// Defines the runtime symbols in `engine` (call it through OrcEngine::register_runtime_once).
 void register_host_runtime(OrcEngine& engine);
 
-/// The message of the last failed call on this thread ("" if none).
-const std::string& last_error();
-/// Records the message of a failure on this thread (for runtime code that returns -1).
+/// Records the message of a failure on this thread (for runtime code that returns -1); the
+/// failing call's call_packed takes it.
 void set_last_error(std::string message);
 
 /// Calls a packed function; a non-zero return becomes a primjit::Error with its message.

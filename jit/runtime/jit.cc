@@ -108,10 +108,16 @@ struct Variant {
   std::unique_ptr<jit::DeviceCode> device;  // declared before host: destroyed after it
   std::unique_ptr<jit::HostProgram> host;
   PJPackedFunc entry = nullptr;
-  std::weak_ptr<Kernel::State> kernel;  // for eviction statistics
-  // The Jit's clock at the variant's last call served by a kernel's recent variants (calls
-  // through the Jit's map mark their Entry instead); eviction takes the later of the two.
+  std::weak_ptr<Kernel::State> kernel;  // the kernel that made it, for eviction statistics
+  // Its last call served by a kernel's recent variants, as 2 × the Jit's use clock + 1: after
+  // the map use that set the clock (2 × clock), before the next one. Calls through the Jit's
+  // map mark their Entry instead; eviction takes the later of the two.
   std::atomic<uint64_t> last_use{0};
+  // Set when the Jit evicts it: no kernel takes it into its recent variants again, and every
+  // kernel that holds it there (holders, by registration) is told to drop it.
+  std::atomic<bool> evicted{false};
+  std::mutex holders_mutex;
+  std::vector<std::weak_ptr<Kernel::State>> holders;
 };
 
 // A compile's result: the variant, or the message of its failure. Each waiter throws its own
@@ -122,6 +128,7 @@ struct Outcome {
 };
 
 struct Entry {
+  uint64_t fingerprint = 0;  // the kernels' function, target and options
   std::vector<int64_t> key;
   std::shared_future<Outcome> future;
   std::atomic<uint64_t> last_use{0};
@@ -207,8 +214,8 @@ class RecentVariants {
   ~RecentVariants() = default;  // no calls are in flight when a kernel is destroyed
 
   // Runs the recent variant whose key is `key`; false (nothing run) when there is none.
-  // `clock` is the Jit's use clock: the variant is marked used (a tick only when other uses
-  // happened since its last one, so a steady stream of calls writes nothing shared).
+  // `clock` is the Jit's use clock, which only calls through its map advance: the variant is
+  // marked used with a plain store, and only when the clock moved since its last mark.
   bool try_run(const KeyBuffer& key, std::span<const Arg> args, std::atomic<uint64_t>& clock,
                PJValue* out) {
     int s = ThreadSlots::mine();
@@ -226,8 +233,9 @@ class RecentVariants {
       Variant* v = p.load(std::memory_order_seq_cst);
       if (v == nullptr || !key.equals(v->key)) continue;
       slot.hits.store(slot.hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      if (v->last_use.load(std::memory_order_relaxed) != clock.load(std::memory_order_relaxed)) {
-        v->last_use.store(clock.fetch_add(1) + 1, std::memory_order_relaxed);
+      uint64_t stamp = 2 * clock.load(std::memory_order_relaxed) + 1;
+      if (v->last_use.load(std::memory_order_relaxed) != stamp) {
+        v->last_use.store(stamp, std::memory_order_relaxed);
       }
       *out = run_variant(*v, args);
       return true;
@@ -244,15 +252,30 @@ class RecentVariants {
     return nullptr;
   }
 
-  // Makes `v` recent, replacing the oldest one.
-  void store(std::shared_ptr<Variant> v) {
+  // Makes `v` one of the recent variants of kernel `self`, replacing the oldest. Recent variants
+  // are only a cache: an evicted variant is not taken, nor is any while too many replaced ones
+  // still wait for their calls to leave.
+  void store(const std::shared_ptr<Variant>& v, const std::weak_ptr<Kernel::State>& self) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const std::shared_ptr<Variant>& o : owner_) {
       if (o == v) return;
     }
+    {
+      // Registered before `evicted` is read, and the evictor sets `evicted` before it reads the
+      // holders: either this sees the flag or the evictor sees this kernel.
+      std::lock_guard<std::mutex> holders_lock(v->holders_mutex);
+      bool known = false;
+      for (const std::weak_ptr<Kernel::State>& h : v->holders) {
+        known = known || (!h.owner_before(self) && !self.owner_before(h));
+      }
+      if (!known) v->holders.push_back(self);
+    }
+    if (v->evicted.load(std::memory_order_seq_cst)) return;
+    reclaim();
+    if (owner_[next_] != nullptr && retired_count_ == kMaxRetired) return;
     int i = next_;
     next_ = (next_ + 1) % kRecent;
-    replace(i, std::move(v));
+    replace(i, v);
   }
 
   // Drops `v` (evicted from the Jit's cache), so that it is unloaded once its calls have left.
@@ -285,14 +308,17 @@ class RecentVariants {
 
   // Releases each retired variant whose slots have all left as often as they had entered
   // when it was retired (unloading it when that was its last reference).
+  bool left(const Retired& r) const {
+    for (int i = 0; i < r.slots; ++i) {
+      if (slots_[i].exited.load(std::memory_order_acquire) < r.wait[i]) return false;
+    }
+    return true;
+  }
   void reclaim() {
+    std::erase_if(overflow_, [&](const Retired& r) { return left(r); });
     for (int j = 0; j < retired_count_;) {
       Retired& r = retired_[j];
-      bool done = true;
-      for (int i = 0; i < r.slots && done; ++i) {
-        done = slots_[i].exited.load(std::memory_order_acquire) >= r.wait[i];
-      }
-      if (!done) {
+      if (!left(r)) {
         ++j;
         continue;
       }
@@ -308,13 +334,11 @@ class RecentVariants {
     ptr_[i].store(owner_[i].get(), std::memory_order_seq_cst);  // before the slots are read
     reclaim();
     if (old == nullptr) return;
-    while (retired_count_ == kMaxRetired) {  // calls that started long ago are still running
-      std::this_thread::yield();
-      reclaim();
-    }
     // Slots above the high-water mark have no calls in flight: their threads got them after
-    // this point and will read the new pointer.
-    Retired& r = retired_[retired_count_++];
+    // this point and will read the new pointer. When the fixed array is full (calls that
+    // started long ago are still running; store() avoids it), forget() retires into overflow_.
+    Retired& r =
+        retired_count_ < kMaxRetired ? retired_[retired_count_++] : overflow_.emplace_back();
     r.variant = std::move(old);
     r.slots = ThreadSlots::high_water();
     for (int j = 0; j < r.slots; ++j) r.wait[j] = slots_[j].entered.load();
@@ -328,6 +352,7 @@ class RecentVariants {
   int next_ = 0;                             // the oldest, replaced next
   Retired retired_[kMaxRetired];             // fixed: replacing a variant never allocates
   int retired_count_ = 0;
+  std::vector<Retired> overflow_;  // forget() with the array full
 };
 
 struct Jit::State {
@@ -378,7 +403,8 @@ struct Kernel::State {
 
   RecentVariants recent;
 
-  std::atomic<uint64_t> hits{0}, misses{0}, disk_hits{0}, evictions{0};  // + recent.fast_hits()
+  std::atomic<uint64_t> hits{0}, misses{0}, disk_hits{0}, evictions{0},
+      failed{0};  // + recent.fast_hits()
   std::atomic<uint64_t> dump_count{0};
   std::mutex mutex;  // guards the fields below
   StageTimes times;
@@ -430,6 +456,9 @@ void check_arguments(const Kernel::State& k, std::span<const Arg> args) {
                        (expected_device == kDLCUDA && t->device.device_type == kDLCUDAManaged))
         << where(i) << ": expected a tensor on " << (expected_device == kDLCUDA ? "cuda" : "cpu")
         << " (target " << k.target.str() << "), got " << describe(*t);
+    PRIMJIT_USER_CHECK(expected_device != kDLCUDA || t->device.device_id == 0)
+        << where(i) << ": kernels run on CUDA device 0, got a tensor on device "
+        << t->device.device_id << " (more than one GPU is not supported yet; copy it to device 0)";
     PRIMJIT_USER_CHECK(t->data != nullptr || num_elements(*t) == 0)
         << where(i) << ": the tensor's data pointer is null";
     for (int d = 0; d < t->ndim; ++d) {
@@ -599,16 +628,28 @@ jit::DeviceOptions device_options(const Kernel::State& k) {
   return jit::DeviceOptions{k.options.fast_math, k.options.cuda_stream};
 }
 
-// A variant from the disk cache: false when there is no usable entry (a rejected or
-// unloadable one is reported; the caller compiles and replaces it).
-bool load_from_disk(Kernel::State& k, const std::string& key, Variant& v, StageTimes* times) {
+// What the disk cache had for a variant.
+enum class DiskLoad {
+  kOff,  // no disk cache for this kernel
+  kLoaded,
+  kMissing,  // no entry, or a damaged one (reported): compile and store
+  kInUse,    // a good entry whose code this Jit has linked already (another kernel with other
+             // device options, e.g. another stream): compile, and leave the entry alone
+};
+
+// A variant from the disk cache; a rejected or unloadable entry is reported, and the caller
+// compiles and replaces it.
+DiskLoad load_from_disk(Kernel::State& k, const std::string& key, Variant& v, StageTimes* times) {
   Clock::time_point start = Clock::now();
   jit::DiskCache::Lookup found = k.jit->disk->load(key);
-  if (found.status == jit::DiskCache::Status::kMissing) return false;
+  if (found.status == jit::DiskCache::Status::kMissing) return DiskLoad::kMissing;
   if (found.status == jit::DiskCache::Status::kRejected) {
     PRIMJIT_LOG_WARNING << found.problem << "; compiling kernel '" << k.name
                         << "' again and replacing the entry";
-    return false;
+    return DiskLoad::kMissing;
+  }
+  if (jit::HostProgram::is_linked(k.jit->engine, found.variant.host.suffix)) {
+    return DiskLoad::kInUse;
   }
   try {
     StageTimes ignored;  // the whole load counts as disk time
@@ -623,10 +664,10 @@ bool load_from_disk(Kernel::State& k, const std::string& key, Variant& v, StageT
     v.host.reset();
     v.device.reset();
     v.entry = nullptr;
-    return false;
+    return DiskLoad::kMissing;
   }
   times->disk_ms += ms_since(start);
-  return true;
+  return DiskLoad::kLoaded;
 }
 
 // Makes one variant: from the disk cache, else by lowering and compiling it (and storing it
@@ -640,7 +681,9 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   StageTimes times;
   *from_disk = false;
   std::string cache_key = disk_key(k, variant->key);
-  if (!cache_key.empty() && load_from_disk(k, cache_key, *variant, &times)) {
+  DiskLoad disk =
+      cache_key.empty() ? DiskLoad::kOff : load_from_disk(k, cache_key, *variant, &times);
+  if (disk == DiskLoad::kLoaded) {
     *from_disk = true;
     add_times(k, times);
     return variant;
@@ -709,7 +752,7 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   times.load_ms = device_times.load_ms;
   bind_kernels(*variant);
 
-  if (!cache_key.empty()) {
+  if (disk == DiskLoad::kMissing) {
     start = Clock::now();
     std::string problem;
     if (!k.jit->disk->store(cache_key, image, &problem)) {
@@ -811,9 +854,15 @@ void Jit::State::evict_if_needed(uint64_t keep_hash) {
     cache.erase(acc);
     acc.release();
     if (std::shared_ptr<Variant> v = entry->future.get().variant) {
-      if (auto ks = v->kernel.lock()) {
-        ++ks->evictions;
-        ks->recent.forget(v.get());
+      if (auto ks = v->kernel.lock()) ++ks->evictions;
+      v->evicted.store(true, std::memory_order_seq_cst);
+      std::vector<std::weak_ptr<Kernel::State>> holders;
+      {
+        std::lock_guard<std::mutex> holders_lock(v->holders_mutex);
+        holders = v->holders;
+      }
+      for (const std::weak_ptr<Kernel::State>& h : holders) {
+        if (auto ks = h.lock()) ks->recent.forget(v.get());
       }
     }
     // The variant is unloaded when the last call holding it returns.
@@ -918,8 +967,7 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
   for (const ParamInfo& p : state->params) {
     Kernel::State::FastParam fp;
     if (p.buffer.defined()) {
-      DLDataType dt{static_cast<uint8_t>(p.dtype.dlpack_code()),
-                    static_cast<uint8_t>(p.dtype.bits()), static_cast<uint16_t>(p.dtype.lanes())};
+      DLDataType dt = to_dlpack(p.dtype);
       fp.tensor = true;
       std::memcpy(&fp.dtype, &dt, sizeof(fp.dtype));
       fp.ndim = static_cast<int32_t>(p.buffer->shape.size());
@@ -935,16 +983,21 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
 }
 
 // A failed compile counts as a miss but is not cached: the next call with the key compiles
-// again.
+// again. Its reason stays, marked; its key no longer counts toward the recompile limit.
 static void forget_failed_compile(Jit::State& jit, Kernel::State& k, uint64_t hash,
-                                  const std::shared_ptr<Entry>& entry) {
+                                  const std::shared_ptr<Entry>& entry,
+                                  const std::vector<int64_t>& key, size_t reason_index) {
   ++k.misses;
+  ++k.failed;
   {
     decltype(jit.cache)::accessor acc;
     if (jit.cache.find(acc, hash) && acc->second == entry) jit.cache.erase(acc);
   }
   std::lock_guard<std::mutex> lock(k.mutex);
-  k.compiled_keys.pop_back();
+  // Other keys may have been added since (compiles run in parallel): remove this one.
+  auto it = std::find(k.compiled_keys.rbegin(), k.compiled_keys.rend(), key);
+  if (it != k.compiled_keys.rend()) k.compiled_keys.erase(std::next(it).base());
+  k.reasons[reason_index] += " (failed)";
 }
 
 // kAuto's symbolic dimensions as bits, in the order their values appear in the key.
@@ -982,9 +1035,14 @@ static inline bool fast_key(const Kernel::State& k, std::span<const Arg> args, K
     if (v.type_index != kPJDLTensorPtr) return false;
     const auto* t = static_cast<const DLTensor*>(v.v_ptr);
     if (t == nullptr || t->data == nullptr || t->ndim != p.ndim ||
-        t->device.device_type != p.device || (p.ndim > 0 && t->shape == nullptr)) {
+        (p.ndim > 0 && t->shape == nullptr)) {
       return false;
     }
+    if (t->device.device_type != p.device &&
+        !(p.device == kDLCUDA && t->device.device_type == kDLCUDAManaged)) {
+      return false;
+    }
+    if (p.device == kDLCUDA && t->device.device_id != 0) return false;
     uint32_t dtype;
     std::memcpy(&dtype, &t->dtype, sizeof(dtype));
     if (dtype != p.dtype) return false;
@@ -1041,13 +1099,16 @@ static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State
   Jit::State& jit = *k.jit;
   {
     decltype(jit.cache)::const_accessor acc;
-    if (jit.cache.find(acc, hash) && key.equals(acc->second->key)) {
+    if (jit.cache.find(acc, hash) && acc->second->fingerprint == k.fingerprint &&
+        key.equals(acc->second->key)) {
       std::shared_ptr<Entry> entry = acc->second;
       acc.release();
-      entry->last_use = ++jit.clock;
+      entry->last_use = 2 * ++jit.clock;
       std::shared_ptr<Variant> v = variant_of(*entry);  // may wait for another thread's compile
-      if (count_hit) ++k.hits;
-      k.recent.store(v);
+      if (count_hit) {
+        ++k.hits;
+        k.recent.store(v, state);
+      }
       return v;
     }
   }
@@ -1131,11 +1192,12 @@ static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State
     decltype(jit.cache)::accessor acc;
     if (jit.cache.insert(acc, hash)) {
       acc->second = std::make_shared<Entry>();
+      acc->second->fingerprint = k.fingerprint;
       acc->second->key = full_key;
       acc->second->future = promise.get_future().share();
       owner = true;
-    } else if (!(acc->second->key == full_key)) {
-      // A 64-bit hash collision with another key: compile without caching.
+    } else if (acc->second->fingerprint != k.fingerprint || !(acc->second->key == full_key)) {
+      // A 64-bit hash collision with another kernel or key: compile without caching.
       acc.release();
       bool from_disk = false;
       std::shared_ptr<Variant> v =
@@ -1145,7 +1207,7 @@ static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State
     }
     entry = acc->second;
   }
-  entry->last_use = ++jit.clock;
+  entry->last_use = 2 * ++jit.clock;
   if (owner) {
     size_t reason_index = 0;
     {
@@ -1171,11 +1233,11 @@ static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State
       promise.set_value(Outcome{v, ""});
     } catch (const std::exception& e) {
       promise.set_value(Outcome{nullptr, e.what()});
-      forget_failed_compile(jit, k, hash, entry);
+      forget_failed_compile(jit, k, hash, entry, full_key, reason_index);
       throw;
     } catch (...) {
       promise.set_value(Outcome{nullptr, "compiling kernel '" + k.name + "' failed"});
-      forget_failed_compile(jit, k, hash, entry);
+      forget_failed_compile(jit, k, hash, entry, full_key, reason_index);
       throw;
     }
     {
@@ -1187,7 +1249,7 @@ static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State
     ++k.hits;
   }
   std::shared_ptr<Variant> v = variant_of(*entry);
-  k.recent.store(v);
+  if (count_hit) k.recent.store(v, state);  // prewarm leaves the hot variants in place
   return v;
 }
 
@@ -1199,7 +1261,7 @@ PJValue Kernel::call(std::span<const Arg> args) const {
   {
     KeyBuffer key;
     PJValue result;
-    tried_recent = fast_key(k, args, &key);
+    tried_recent = fast_key(k, args, &key) && ThreadSlots::mine() >= 0;
     if (tried_recent && k.recent.try_run(key, args, k.jit->clock, &result)) return result;
   }
   ++k.slow_calls;
@@ -1249,9 +1311,7 @@ struct SignatureArgs {
       t.data = no_data;
       t.device = device;
       t.ndim = static_cast<int32_t>(spec.shape.size());
-      t.dtype = DLDataType{static_cast<uint8_t>(spec.dtype.dlpack_code()),
-                           static_cast<uint8_t>(spec.dtype.bits()),
-                           static_cast<uint16_t>(spec.dtype.lanes())};
+      t.dtype = to_dlpack(spec.dtype);
       t.shape = shapes[i].data();
       t.strides = nullptr;
       t.byte_offset = 0;
@@ -1309,7 +1369,7 @@ KernelStats Kernel::stats() const {
   std::lock_guard<std::mutex> lock(k.mutex);
   s.compile = k.times;
   s.reasons = k.reasons;
-  s.variants = s.misses + s.disk_hits - s.evictions;
+  s.variants = s.misses + s.disk_hits - k.failed - s.evictions;
   return s;
 }
 

@@ -30,12 +30,6 @@ struct Tensor::Impl {
 
 namespace {
 
-DLDataType dl_dtype(DataType t) {
-  DLDataType out{static_cast<uint8_t>(t.dlpack_code()), static_cast<uint8_t>(t.bits()),
-                 static_cast<uint16_t>(t.lanes())};
-  return out;
-}
-
 size_t bytes_of(DataType t, int64_t count) {
   return static_cast<size_t>(count) * static_cast<size_t>((t.bits() * t.lanes() + 7) / 8);
 }
@@ -71,7 +65,7 @@ Tensor Tensor::zeros(std::vector<int64_t> shape, DataType dtype, DLDevice device
   impl->dl.data = data;
   impl->dl.device = device;
   impl->dl.ndim = static_cast<int32_t>(impl->shape.size());
-  impl->dl.dtype = dl_dtype(dtype);
+  impl->dl.dtype = primjit::to_dlpack(dtype);
   impl->dl.shape = impl->shape.data();
   Tensor t;
   t.impl_ = std::move(impl);
@@ -113,7 +107,10 @@ DLTensor* Tensor::dl() const {
   PRIMJIT_USER_CHECK(defined()) << "use of an empty Tensor";
   return &impl_->dl;
 }
-DataType Tensor::dtype() const { return dl() ? impl_->dtype : DataType(); }
+DataType Tensor::dtype() const {
+  dl();  // throws for an empty Tensor
+  return impl_->dtype;
+}
 const std::vector<int64_t>& Tensor::shape() const {
   dl();
   return impl_->shape;

@@ -2,13 +2,18 @@
 // recompile limit, single-flight compilation under concurrency, eviction, argument checks.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <thread>
 #include <vector>
 
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
+#include "primjit/log.h"
 #include "primjit/tensor.h"
 #include "tests/unit/jit/jit_test_util.h"
 #include "tests/unit/test_util.h"
@@ -185,6 +190,91 @@ def broken(A: T.Buffer((4,), "float32")):
   uint64_t misses = k.stats().misses;
   EXPECT_ERROR_CONTAINS(k(a), "primjit_no_such_function");
   EXPECT_EQ(k.stats().misses, misses + 1);  // tried again, not a cached success
+  KernelStats st = k.stats();
+  EXPECT_EQ(st.variants, 0u);  // failed compiles leave no variant
+  ASSERT_FALSE(st.reasons.empty());
+  EXPECT_NE(st.reasons.back().find("(failed)"), std::string::npos) << st.reasons.back();
+}
+
+// Kernels of one function share variants; when the Jit evicts one, every kernel stops running
+// it (each compiles it again), not only the kernel that made it.
+TEST(Jit, EvictionReachesEveryKernelSharingTheVariant) {
+  Jit jit({.cache_capacity = 1, .disk_cache = DiskCacheMode::kDisabled});
+  Kernel k1 = jit.kernel(scale_function()), k2 = jit.kernel(scale_function());
+  Pair a(8), b(16);
+  k1(a.a, a.b, 2.0f);
+  k2(a.a, a.b, 3.0f);  // k2 finds k1's variant and keeps it among its recent ones
+  a.expect_scaled(3.0f);
+  EXPECT_EQ(k2.stats().misses, 0u);
+  k1(b.a, b.b, 2.0f);  // capacity 1: A's variant is evicted
+  EXPECT_EQ(k1.stats().evictions, 1u);
+  k2(a.a, a.b, 4.0f);
+  a.expect_scaled(4.0f);
+  EXPECT_EQ(k2.stats().misses, 1u);  // compiled again, not run from k2's recent variants
+}
+
+// Variants run on CUDA device 0: a tensor on another device is refused before anything
+// compiles (no driver needed to say so).
+TEST(Jit, CudaTensorsOnAnotherDeviceAreRefused) {
+  Jit jit;
+  Kernel k = jit.kernel(parse(R"(
+@T.prim_func
+def copy(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    T.func_attr({"target": T.target("cuda", host="llvm")})
+    tx = T.launch_thread("threadIdx.x", 8)
+    B[tx] = A[tx]
+)")
+                            ->lookup("copy"),
+                        {.target = Target::cuda()});
+  std::vector<float> host(8);
+  int64_t n = 8;
+  DLTensor t{host.data(), {kDLCUDA, 1}, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
+  EXPECT_ERROR_CONTAINS(k(&t, &t), "kernels run on CUDA device 0, got a tensor on device 1");
+  EXPECT_EQ(k.stats().misses, 0u);
+}
+
+// Two kernels whose variants differ only in options that do not change the code (fast_math
+// on the CPU) share one disk entry: the second compiles quietly beside the first instead of
+// reporting the entry as broken and rewriting it.
+TEST(Jit, KernelsSharingADiskEntryInOneSessionDoNotRewriteIt) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("primjit_jit_test_shared_entry." + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  JitOptions options;
+  options.disk_cache = DiskCacheMode::kEnabled;
+  options.cache_dir = dir.string();
+  std::vector<std::string> warnings;
+  LogLevel saved = log_level();
+  set_log_level(LogLevel::kWarning);
+  set_log_sink([&](LogLevel level, std::string_view text) {
+    if (level == LogLevel::kWarning) warnings.emplace_back(text);
+  });
+  {
+    Jit jit(options);
+    Kernel k1 = jit.kernel(scale_function());
+    Kernel k2 = jit.kernel(scale_function(), {.fast_math = true});
+    Pair p(8);
+    k1(p.a, p.b, 2.0f);
+    auto files = [&] {  // name and contents of each entry
+      std::vector<std::pair<std::string, std::string>> out;
+      for (const auto& e : std::filesystem::directory_iterator(dir)) {
+        std::ifstream in(e.path(), std::ios::binary);
+        out.emplace_back(e.path().string(), std::string(std::istreambuf_iterator<char>(in), {}));
+      }
+      return out;
+    };
+    auto before = files();
+    ASSERT_EQ(before.size(), 1u);
+    k2(p.a, p.b, 5.0f);
+    p.expect_scaled(5.0f);
+    EXPECT_EQ(k2.stats().misses, 1u);
+    EXPECT_EQ(k2.stats().disk_hits, 0u);
+    EXPECT_TRUE(files() == before);  // the entry was not rewritten (its suffix stays)
+  }
+  set_log_sink({});
+  set_log_level(saved);
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Jit, EvictsTheLeastRecentlyUsedVariant) {
