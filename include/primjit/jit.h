@@ -101,10 +101,13 @@ struct JitOptions {
   /// The persistent cache (llvm and cuda variants; emu variants compile nothing).
   DiskCacheMode disk_cache = DiskCacheMode::kEnvironment;
   /// Its directory. Empty: $PRIMJIT_CACHE_DIR, else $XDG_CACHE_HOME/primjit, else
-  /// ~/.cache/primjit.
+  /// ~/.cache/primjit. It must belong to the current user and be closed to writes by others
+  /// (primjit creates it 0700); otherwise it is refused: with kEnvironment, a warning and no
+  /// disk cache; with kEnabled, a primjit::Error. See docs/cache.md for the trust model.
   std::string cache_dir;
-  /// Size cap of the directory; the least recently used files are removed beyond it.
-  uint64_t disk_cache_max_bytes = uint64_t{1} << 30;
+  /// Size cap of the directory; the least recently used files are removed beyond it. 0:
+  /// $PRIMJIT_CACHE_MAX_BYTES (e.g. 512M), else 1 GiB.
+  uint64_t disk_cache_max_bytes = 0;
 };
 
 /// What a variant depends on in one argument, for compiling without data (Kernel::prewarm,

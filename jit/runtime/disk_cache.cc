@@ -1,30 +1,32 @@
 #include "jit/runtime/disk_cache.h"
 
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <random>
+#include <map>
 #include <sstream>
-#include <vector>
 
+#include "jit/runtime/mac.h"
 #include "primjit/error.h"
 #include "primjit/log.h"
 
 namespace primjit::jit {
-namespace fs = std::filesystem;
-
 namespace {
 
 constexpr char kMagic[8] = {'P', 'J', 'V', 'C', 'A', 'C', 'H', 'E'};
-constexpr uint32_t kFormat = 1;
+constexpr uint32_t kFormat = 2;
 constexpr const char* kExtension = ".pjv";
-// magic, format, reserved, key length, payload length, checksum
-constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 8;
+// magic, format, reserved, key length, payload length; then the MAC of all of it, the key and
+// the payload.
+constexpr size_t kSealedHeaderBytes = 8 + 4 + 4 + 8 + 8;
+constexpr size_t kHeaderBytes = kSealedHeaderBytes + kMacBytes;
+// The sweep removes temporary files older than this: live writers finish within seconds.
+constexpr int64_t kStaleTempNs = int64_t{600} * 1000000000;
 
 // Little helpers for the payload: fixed-width integers and length-prefixed strings.
 class Writer {
@@ -91,18 +93,6 @@ std::string first_difference(std::string_view expected, std::string_view found) 
         line_start, end == std::string_view::npos ? std::string_view::npos : end - line_start));
   };
   return "expected '" + line(expected) + "', found '" + line(found) + "'";
-}
-
-bool read_file(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  in.seekg(0, std::ios::end);
-  std::streamoff size = in.tellg();
-  if (size < 0) return false;
-  out->resize(static_cast<size_t>(size));
-  in.seekg(0, std::ios::beg);
-  in.read(out->data(), size);
-  return static_cast<bool>(in);
 }
 
 }  // namespace
@@ -183,18 +173,54 @@ bool decode_variant(std::string_view payload, CachedVariant* v, std::string* pro
   return true;
 }
 
-DiskCache::DiskCache(std::string dir, uint64_t max_bytes)
-    : dir_(std::move(dir)), max_bytes_(max_bytes) {
-  PRIMJIT_USER_CHECK(!dir_.empty())
-      << "the disk cache needs a directory: set PRIMJIT_CACHE_DIR (or HOME), or disable it with "
-         "PRIMJIT_CACHE=0";
-  std::error_code ec;
-  fs::create_directories(dir_, ec);
-  PRIMJIT_USER_CHECK(!ec && fs::is_directory(dir_, ec))
-      << "cannot create the disk cache directory '" << dir_ << "' (" << ec.message()
-      << "); set PRIMJIT_CACHE_DIR to a writable directory, or disable the cache with "
-         "PRIMJIT_CACHE=0";
+namespace {
+
+// The MAC key of a cache directory: read, or made on first use. Two processes making it at
+// once agree on one: the key is linked into place only when the name is free, and the loser
+// reads the winner's.
+std::string open_mac_key(const PrivateDir& dir) {
+  std::string why;
+  PRIMJIT_USER_CHECK(mac_available(&why)) << why;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    PrivateDir::Read key = dir.read(DiskCache::kKeyFile, kMacKeyBytes, /*secret=*/true);
+    if (key.status == PrivateDir::Status::kOk && key.bytes.size() == kMacKeyBytes) {
+      return key.bytes;
+    }
+    std::string file = dir.path_of(DiskCache::kKeyFile);
+    PRIMJIT_USER_CHECK(key.status == PrivateDir::Status::kMissing)
+        << "refusing the disk cache in '" << dir.path() << "': its MAC key '" << file << "' "
+        << (key.status == PrivateDir::Status::kOk
+                ? "has " + std::to_string(key.bytes.size()) + " bytes, not " +
+                      std::to_string(kMacKeyBytes)
+                : key.problem)
+        << "; delete it (primjit makes a new key and recompiles what the cache held), or "
+           "disable the cache with PRIMJIT_CACHE=0";
+    std::string problem;
+    bool exists = false;
+    if (dir.write(DiskCache::kKeyFile, new_mac_key(), &problem, /*replace=*/false, &exists)) {
+      continue;  // read back what was linked
+    }
+    PRIMJIT_USER_CHECK(exists) << "cannot create the disk cache's MAC key: " << problem;
+  }
+  PRIMJIT_USER_CHECK(false) << "the disk cache's MAC key '" << dir.path_of(DiskCache::kKeyFile)
+                            << "' keeps changing; is another program rewriting it?";
+  return "";
 }
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool is_cache_file(std::string_view name) {
+  return DiskCache::is_entry_name(name) || PrivateDir::is_temp_name(name);
+}
+
+}  // namespace
+
+DiskCache::DiskCache(std::string dir, uint64_t max_bytes)
+    : dir_(dir), mac_key_(open_mac_key(dir_)), max_bytes_(max_bytes) {}
 
 std::string DiskCache::default_dir() {
   auto env = [](const char* name) -> std::string {
@@ -207,133 +233,275 @@ std::string DiskCache::default_dir() {
   return "";
 }
 
-std::string DiskCache::path_of(const std::string& key) const {
-  return dir_ + "/" + hex64(hash_bytes(key)) + kExtension;
+uint64_t DiskCache::max_bytes_from_env(uint64_t fallback) {
+  const char* env = std::getenv("PRIMJIT_CACHE_MAX_BYTES");
+  if (env == nullptr || *env == 0) return fallback;
+  std::string_view text = env;
+  uint64_t value = 0;
+  size_t i = 0;
+  bool ok = !text.empty() && text[0] >= '0' && text[0] <= '9';
+  for (; ok && i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    ok = value <= (UINT64_MAX - 9) / 10;
+    value = value * 10 + static_cast<uint64_t>(text[i] - '0');
+  }
+  std::string_view suffix = text.substr(std::min(i, text.size()));
+  int shift = 0;
+  if (suffix == "K" || suffix == "KiB") shift = 10;
+  if (suffix == "M" || suffix == "MiB") shift = 20;
+  if (suffix == "G" || suffix == "GiB") shift = 30;
+  if (suffix == "T" || suffix == "TiB") shift = 40;
+  ok = ok && (suffix.empty() || shift != 0) && (value >> (64 - std::max(shift, 1))) == 0;
+  PRIMJIT_USER_CHECK(ok) << "PRIMJIT_CACHE_MAX_BYTES='" << text
+                         << "' is not a size: write a number of bytes, optionally with a K, M, "
+                            "G or T suffix (binary multiples), e.g. 512M";
+  return value << shift;
 }
 
-DiskCache::Lookup DiskCache::load(const std::string& key) const {
-  Lookup result;
-  std::string path = path_of(key);
-  std::string bytes;
-  if (!read_file(path, &bytes)) return result;  // kMissing
-  result.status = Status::kRejected;
-  auto reject = [&](std::string why) {
-    result.problem = "disk cache entry '" + path + "' " + why;
-    return result;
-  };
-  if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 8) != 0) {
-    return reject("is not a primjit cache file");
-  }
-  uint32_t format = 0;
-  uint64_t key_size = 0, payload_size = 0, checksum = 0;
-  std::memcpy(&format, bytes.data() + 8, 4);
-  std::memcpy(&key_size, bytes.data() + 16, 8);
-  std::memcpy(&payload_size, bytes.data() + 24, 8);
-  std::memcpy(&checksum, bytes.data() + 32, 8);
-  if (format != kFormat) {
-    return reject("has format " + std::to_string(format) + ", this primjit writes " +
-                  std::to_string(kFormat));
-  }
-  uint64_t body = bytes.size() - kHeaderBytes;
-  if (key_size > body || payload_size != body - key_size) {
-    return reject("is truncated or has trailing bytes (" + std::to_string(bytes.size()) +
-                  " bytes)");
-  }
-  std::string_view stored_key(bytes.data() + kHeaderBytes, key_size);
-  std::string_view payload(bytes.data() + kHeaderBytes + key_size, payload_size);
-  if (hash_bytes(payload, hash_bytes(stored_key)) != checksum) {
-    return reject("fails its checksum (corrupt)");
-  }
-  if (stored_key != key) {
-    return reject("was written for another key or version: " + first_difference(key, stored_key));
-  }
-  std::string problem;
-  if (!decode_variant(payload, &result.variant, &problem)) return reject(problem);
-  result.status = Status::kHit;
-  std::error_code ec;
-  fs::last_write_time(path, fs::file_time_type::clock::now(), ec);  // age for the size cap
-  return result;
+bool DiskCache::is_entry_name(std::string_view name) {
+  std::string_view ext = kExtension;
+  if (name.size() != 16 + ext.size() || !name.ends_with(ext)) return false;
+  return std::all_of(name.begin(), name.begin() + 16,
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-bool DiskCache::store(const std::string& key, const CachedVariant& variant,
-                      std::string* problem) const {
-  std::string payload = encode_variant(variant);
+std::string DiskCache::file_of(const std::string& key) const {
+  return hex64(hash_bytes(key)) + kExtension;
+}
+
+std::string DiskCache::path_of(const std::string& key) const { return dir_.path_of(file_of(key)); }
+
+std::string DiskCache::seal(std::string_view key, std::string_view payload) const {
   Writer header;
   header.raw(kMagic, 8);
   header.u32(kFormat);
   header.u32(0);
   header.u64(key.size());
   header.u64(payload.size());
-  header.u64(hash_bytes(payload, hash_bytes(key)));
-  std::string head = header.take();
+  std::string out = header.take();
+  Mac mac = compute_mac(mac_key_, {out, key, payload});
+  out.append(reinterpret_cast<const char*>(mac.data()), mac.size());
+  out.reserve(out.size() + key.size() + payload.size());
+  out.append(key);
+  out.append(payload);
+  return out;
+}
 
-  static std::atomic<uint64_t> counter{0};
-  static const uint64_t nonce = std::random_device{}();
-  std::string path = path_of(key);
-  std::string temp = path + "." + std::to_string(::getpid()) + "." + hex64(nonce) + "." +
-                     std::to_string(counter.fetch_add(1)) + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(head.data(), static_cast<std::streamsize>(head.size()));
-    out.write(key.data(), static_cast<std::streamsize>(key.size()));
-    out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(temp, ec);
-      *problem = "cannot write the disk cache file '" + temp + "'";
-      return false;
-    }
-  }
-  std::error_code ec;
-  fs::rename(temp, path, ec);  // atomic: readers see the old file or the new one
-  if (ec) {
-    fs::remove(temp, ec);
-    *problem = "cannot rename '" + temp + "' to '" + path + "': " + ec.message();
+bool DiskCache::unseal(std::string_view bytes, std::string_view* key, std::string_view* payload,
+                       std::string* problem) const {
+  if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 8) != 0) {
+    *problem = "is not a primjit cache file";
     return false;
   }
-  enforce_cap();
+  uint32_t format = 0;
+  uint64_t key_size = 0, payload_size = 0;
+  std::memcpy(&format, bytes.data() + 8, 4);
+  std::memcpy(&key_size, bytes.data() + 16, 8);
+  std::memcpy(&payload_size, bytes.data() + 24, 8);
+  if (format != kFormat) {
+    *problem =
+        "has format " + std::to_string(format) + ", this primjit writes " + std::to_string(kFormat);
+    return false;
+  }
+  uint64_t body = bytes.size() - kHeaderBytes;
+  if (key_size > body || payload_size != body - key_size) {
+    *problem = "is truncated or has trailing bytes (" + std::to_string(bytes.size()) + " bytes)";
+    return false;
+  }
+  *key = bytes.substr(kHeaderBytes, key_size);
+  *payload = bytes.substr(kHeaderBytes + key_size);
+  Mac mac = compute_mac(mac_key_, {bytes.substr(0, kSealedHeaderBytes), *key, *payload});
+  if (!mac_equal(mac.data(),
+                 reinterpret_cast<const unsigned char*>(bytes.data()) + kSealedHeaderBytes)) {
+    *problem =
+        "fails its MAC check (corrupt, or not written by you with this cache's key: never run)";
+    return false;
+  }
   return true;
 }
 
-void DiskCache::enforce_cap() const {
-  struct File {
-    fs::path path;
-    uint64_t size;
-    fs::file_time_type time;
+DiskCache::Lookup DiskCache::load(const std::string& key) const {
+  Lookup result;
+  std::string name = file_of(key);
+  PrivateDir::Read file =
+      dir_.read(name, std::min(max_bytes_, kMaxEntryBytes), /*secret=*/false, /*touch=*/true);
+  if (file.status == PrivateDir::Status::kMissing) return result;
+  result.status = Status::kRejected;
+  auto reject = [&](const std::string& why) {
+    ++rejected_;
+    result.problem = "disk cache entry '" + dir_.path_of(name) + "' " + why;
+    return result;
   };
-  std::vector<File> files;
+  if (file.status == PrivateDir::Status::kRefused) return reject(file.problem);
+  std::string_view stored_key, payload;
+  std::string problem;
+  if (!unseal(file.bytes, &stored_key, &payload, &problem)) return reject(problem);
+  if (stored_key != key) {
+    return reject("was written for another key or version: " + first_difference(key, stored_key));
+  }
+  if (!decode_variant(payload, &result.variant, &problem)) return reject(problem);
+  result.status = Status::kHit;
+  return result;
+}
+
+bool DiskCache::store(const std::string& key, const CachedVariant& variant,
+                      std::string* problem) const {
+  std::string bytes = seal(key, encode_variant(variant));
+  uint64_t limit = std::min(max_bytes_, kMaxEntryBytes);
+  if (bytes.size() > limit) {
+    *problem = "the variant's " + std::to_string(bytes.size()) +
+               " bytes exceed the disk cache's limit of " + std::to_string(limit) +
+               " bytes per entry (PRIMJIT_CACHE_MAX_BYTES)";
+    return false;
+  }
+  std::string name = file_of(key);
+  struct stat old {};
+  int64_t replaced =
+      ::fstatat(dir_.fd(), name.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(old.st_mode)
+          ? old.st_size
+          : 0;
+  if (!dir_.write(name, bytes, problem)) return false;
+  ++stores_;
+  add_bytes(static_cast<int64_t>(bytes.size()) - replaced);
+  return true;
+}
+
+void DiskCache::add_bytes(int64_t delta) const {
+  if (total_.load() < 0) enforce_cap();  // first store: count once
+  int64_t total = total_.fetch_add(delta) + delta;
+  if (total > static_cast<int64_t>(max_bytes_)) enforce_cap();
+}
+
+// One scan of the directory: removes stale temporary files of dead writers, recounts the
+// entries (other processes write too) and, over the cap, removes the least recently used
+// down to 90 % of it, so the next scan is many stores away.
+void DiskCache::enforce_cap() const {
+  std::lock_guard<std::mutex> lock(scan_mutex_);
+  ++scans_;
+  int64_t now = now_ns();
+  std::vector<PrivateDir::File> entries;
   uint64_t total = 0;
-  std::error_code ec;
-  auto now = fs::file_time_type::clock::now();
-  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
-    const fs::path& p = it->path();
-    std::error_code e;
-    auto time = fs::last_write_time(p, e);
-    if (e) continue;
-    if (p.extension() == ".tmp") {
-      // A writer that died before its rename; live writers finish within seconds.
-      if (now - time > std::chrono::minutes(10)) fs::remove(p, e);
+  for (PrivateDir::File& f : dir_.list(is_cache_file)) {
+    if (!f.trusted) continue;  // not ours to count or delete
+    if (PrivateDir::is_temp_name(f.name)) {
+      if (now - f.mtime_ns > kStaleTempNs) dir_.remove(f.name);
       continue;
     }
-    if (p.extension() != kExtension) continue;
-    uint64_t size = fs::file_size(p, e);
-    if (e) continue;
-    files.push_back({p, size, time});
-    total += size;
+    total += f.bytes;
+    entries.push_back(std::move(f));
   }
-  if (total <= max_bytes_) return;
-  std::sort(files.begin(), files.end(),
-            [](const File& a, const File& b) { return a.time < b.time; });
-  // The newest file (just written) stays even when it alone exceeds the cap.
-  for (size_t i = 0; i + 1 < files.size() && total > max_bytes_; ++i) {
-    std::error_code e;
-    if (fs::remove(files[i].path, e)) {
-      total -= files[i].size;
-      PRIMJIT_LOG_INFO << "disk cache over " << max_bytes_ << " bytes: removed "
-                       << files[i].path.string();
+  if (total > max_bytes_) {
+    std::sort(entries.begin(), entries.end(),
+              [](const PrivateDir::File& a, const PrivateDir::File& b) {
+                return a.mtime_ns != b.mtime_ns ? a.mtime_ns < b.mtime_ns : a.name < b.name;
+              });
+    uint64_t target = max_bytes_ - max_bytes_ / 10;
+    // The newest file (just written) stays even when it alone exceeds the target.
+    for (size_t i = 0; i + 1 < entries.size() && total > target; ++i) {
+      if (dir_.remove(entries[i].name)) {
+        total -= entries[i].bytes;
+        ++evictions_;
+        PRIMJIT_LOG_INFO << "disk cache over " << max_bytes_ << " bytes: removed "
+                         << dir_.path_of(entries[i].name);
+      }
     }
   }
+  total_.store(static_cast<int64_t>(total));
+}
+
+std::vector<DiskCache::Entry> DiskCache::entries(bool verify) const {
+  std::vector<Entry> out;
+  for (const PrivateDir::File& f : dir_.list(is_entry_name)) {
+    Entry e{f.name, f.bytes, f.mtime_ns, "", ""};
+    PrivateDir::Read file = dir_.read(f.name, std::min(max_bytes_, kMaxEntryBytes));
+    std::string_view key, payload;
+    if (file.status != PrivateDir::Status::kOk) {
+      e.problem = file.status == PrivateDir::Status::kMissing ? "was removed" : file.problem;
+    } else if (unseal(file.bytes, &key, &payload, &e.problem)) {
+      e.key = std::string(key);
+      CachedVariant v;
+      if (verify && hex64(hash_bytes(e.key)) + kExtension != f.name) {
+        e.problem = "is stored under another key's name";
+      } else if (verify) {
+        decode_variant(payload, &v, &e.problem);
+      }
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+DiskCache::Removed DiskCache::clear(std::optional<std::chrono::seconds> older_than) const {
+  std::lock_guard<std::mutex> lock(scan_mutex_);
+  Removed removed;
+  int64_t cutoff =
+      older_than ? now_ns() - std::chrono::nanoseconds(*older_than).count() : INT64_MAX;
+  for (const PrivateDir::File& f : dir_.list(is_cache_file)) {
+    if (!f.trusted || f.mtime_ns > cutoff) continue;
+    if (dir_.remove(f.name)) {
+      ++removed.files;
+      removed.bytes += f.bytes;
+    }
+  }
+  total_.store(-1);
+  return removed;
+}
+
+namespace {
+
+constexpr const char* kCounterNames[] = {"memory_hits", "disk_hits", "compiles",
+                                         "rejected",    "stores",    "evictions"};
+
+uint64_t* counter_fields(DiskCache::Counters& c, size_t i) {
+  uint64_t* fields[] = {&c.memory_hits, &c.disk_hits, &c.compiles,
+                        &c.rejected,    &c.stores,    &c.evictions};
+  return fields[i];
+}
+
+DiskCache::Counters parse_counters(std::string_view text) {
+  DiskCache::Counters c;
+  std::istringstream in{std::string(text)};
+  std::string name;
+  uint64_t value = 0;
+  while (in >> name >> value) {
+    for (size_t i = 0; i < std::size(kCounterNames); ++i) {
+      if (name == kCounterNames[i]) *counter_fields(c, i) = value;
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+void DiskCache::record(Counters c) const {
+  c.rejected += rejected_.exchange(0);
+  c.stores += stores_.exchange(0);
+  c.evictions += evictions_.exchange(0);
+  // Read, add and replace under an advisory lock on the key file, which every process of this
+  // directory opens; the replacement is atomic, so a reader never sees half a file.
+  int fd = ::openat(dir_.fd(), kKeyFile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  if (::flock(fd, LOCK_EX) == 0) {
+    Counters total = recorded();
+    for (size_t i = 0; i < std::size(kCounterNames); ++i) {
+      *counter_fields(total, i) += *counter_fields(c, i);
+    }
+    std::string text;
+    for (size_t i = 0; i < std::size(kCounterNames); ++i) {
+      text +=
+          std::string(kCounterNames[i]) + " " + std::to_string(*counter_fields(total, i)) + "\n";
+    }
+    std::string problem;
+    if (!dir_.write(kStatsFile, text, &problem)) {
+      PRIMJIT_LOG_INFO << "disk cache counters not saved: " << problem;
+    }
+    ::flock(fd, LOCK_UN);
+  }
+  ::close(fd);
+}
+
+DiskCache::Counters DiskCache::recorded() const {
+  PrivateDir::Read file = dir_.read(kStatsFile, 4096);
+  return file.status == PrivateDir::Status::kOk ? parse_counters(file.bytes) : Counters{};
 }
 
 }  // namespace primjit::jit

@@ -360,6 +360,8 @@ struct Jit::State {
   jit::OrcEngine engine;
   std::unique_ptr<jit::DiskCache> disk;  // null when disabled
   std::string host_key;  // what host code depends on besides the function: versions, CPU
+  // Counters of kernels that are gone, for the disk cache's record of this process.
+  std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, compiles{0};
   // Nodes come from std::allocator, not TBB's scalable allocator: memory that an eviction
   // frees and a later insert reuses then goes through malloc/free, which ThreadSanitizer
   // follows (it does not see tbbmalloc's reuse and would report it as a race).
@@ -374,6 +376,7 @@ struct Jit::State {
   std::map<uint64_t, std::weak_ptr<Entry>> lru;
 
   explicit State(JitOptions o);
+  ~State();
 
   void evict_if_needed(uint64_t keep_hash);
 };
@@ -418,6 +421,12 @@ struct Kernel::State {
   // The disk cache key of the kernel's variants up to the argument key (made on first use).
   std::once_flag disk_once;
   std::string disk_prefix;  // empty: no disk cache for this kernel
+
+  ~State() {
+    jit->memory_hits += hits + recent.fast_hits();
+    jit->disk_hits += disk_hits;
+    jit->compiles += misses;
+  }
 };
 
 namespace {
@@ -595,8 +604,9 @@ std::string disk_key(Kernel::State& k, const std::vector<int64_t>& key) {
         jit::CudaDriver* driver = jit::CudaDriver::try_get();
         if (driver == nullptr || driver->device_count() == 0) return;
         jit::NvrtcInfo nvrtc = jit::nvrtc_info();
-        out << "nvrtc " << nvrtc.major << "." << nvrtc.minor << " device sm_"
-            << driver->device_info(0).arch() << " fast_math " << k.options.fast_math
+        out << "nvrtc " << nvrtc.major << "." << nvrtc.minor << " driver " << driver->version()
+            << " device sm_" << driver->device_info(0).arch() << " fast_math "
+            << k.options.fast_math
 #ifndef NDEBUG
             << " line_info"
 #endif
@@ -611,6 +621,23 @@ std::string disk_key(Kernel::State& k, const std::vector<int64_t>& key) {
   if (k.disk_prefix.empty()) return "";
   std::string text = k.disk_prefix + "\nkey";
   for (int64_t v : key) text += " " + std::to_string(v);
+  // The same key for people (primjit-cache ls): each tensor's dtype and shape.
+  text += "\nargs";
+  std::string tensor;  // the tensor being written, closed by the next one or the end
+  for_each_key_entry(k, key, [&](size_t i, int d, size_t pos) {
+    if (d >= 0) {
+      tensor += (d > 0 ? "," : "") + (key[pos] == kSymbolic ? "?" : std::to_string(key[pos]));
+      return;
+    }
+    if (!tensor.empty()) text += tensor + "]";
+    DataType dtype;
+    int64_t code = key[pos];
+    bool known =
+        DataType::from_dlpack(static_cast<int>(code >> 24), static_cast<int>((code >> 16) & 0xff),
+                              static_cast<int>(code & 0xffff), &dtype);
+    tensor = " " + k.params[i].name + ":" + (known ? dtype.str() : "?") + "[";
+  });
+  if (!tensor.empty()) text += tensor + "]";
   return text + "\n";
 }
 
@@ -879,10 +906,20 @@ Jit::State::State(JitOptions o)
   if (enabled) {
     std::string dir = options.cache_dir.empty() ? jit::DiskCache::default_dir() : options.cache_dir;
     try {
-      disk = std::make_unique<jit::DiskCache>(dir, options.disk_cache_max_bytes);
+      uint64_t max_bytes =
+          options.disk_cache_max_bytes != 0
+              ? options.disk_cache_max_bytes
+              : jit::DiskCache::max_bytes_from_env(jit::DiskCache::kDefaultMaxBytes);
+      disk = std::make_unique<jit::DiskCache>(dir, max_bytes);
     } catch (const Error& e) {
       if (options.disk_cache == DiskCacheMode::kEnabled) throw;
-      PRIMJIT_LOG_WARNING << e.what() << "; continuing without the disk cache";
+      // Once per process and problem: every Jit of a program would repeat it.
+      static std::mutex mutex;
+      static std::set<std::string> warned;
+      std::lock_guard<std::mutex> lock(mutex);
+      if (warned.insert(e.what()).second) {
+        PRIMJIT_LOG_WARNING << e.what() << "; continuing without the disk cache";
+      }
     }
   }
   std::ostringstream key;
@@ -890,6 +927,12 @@ Jit::State::State(JitOptions o)
       << engine.target_triple() << " " << engine.cpu_name() << " " << engine.cpu_features() << " O"
       << engine.opt_level() << "\n";
   host_key = key.str();
+}
+
+Jit::State::~State() {
+  if (disk != nullptr) {
+    disk->record({.memory_hits = memory_hits, .disk_hits = disk_hits, .compiles = compiles});
+  }
 }
 
 Jit::Jit(JitOptions options) {

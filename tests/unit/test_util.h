@@ -40,6 +40,8 @@ class TempDir {
             (prefix + "." + std::to_string(::getpid()) + "." + std::to_string(count++));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
+    // Private whatever the umask: the disk cache refuses a directory others may write.
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_all);
   }
   ~TempDir() {
     std::error_code ec;

@@ -24,6 +24,7 @@
 #include "primjit/log.h"
 #include "primjit/tensor.h"
 #include "primjit/version.h"
+#include "tests/unit/jit/disk_cache_util.h"
 #include "tests/unit/test_util.h"
 
 extern char** environ;
@@ -34,52 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 
 using test::TempDir;
-
-// The extension of the cache's entry files.
-constexpr const char* kEntry = ".pjv";
-
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_bytes(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
-
-jit::CachedVariant sample_variant() {
-  jit::CachedVariant v;
-  v.host.object = std::string(
-      "\x7f"
-      "ELF object bytes\0with a NUL",
-      27);
-  v.host.suffix = ".pj0123456789abcdef";
-  v.host.functions = {{"main", "main"}, {"helper", "helper_sym"}};
-  v.host.launched_kernels = {"main_kernel"};
-  v.device.ptx = false;
-  v.device.arch = 90;
-  v.device.image = std::string("cubin\0bytes", 11);
-  v.device.kernels = {{"main_kernel", {"blockIdx.x", "threadIdx.x", "tirx.use_dyn_shared_memory"}}};
-  return v;
-}
-
-void expect_same(const jit::CachedVariant& a, const jit::CachedVariant& b) {
-  EXPECT_EQ(a.host.object, b.host.object);
-  EXPECT_EQ(a.host.suffix, b.host.suffix);
-  EXPECT_EQ(a.host.functions, b.host.functions);
-  EXPECT_EQ(a.host.launched_kernels, b.host.launched_kernels);
-  EXPECT_EQ(a.device.ptx, b.device.ptx);
-  EXPECT_EQ(a.device.arch, b.device.arch);
-  EXPECT_EQ(a.device.image, b.device.image);
-  ASSERT_EQ(a.device.kernels.size(), b.device.kernels.size());
-  for (size_t i = 0; i < a.device.kernels.size(); ++i) {
-    EXPECT_EQ(a.device.kernels[i].name, b.device.kernels[i].name);
-    EXPECT_EQ(a.device.kernels[i].launch_params, b.device.kernels[i].launch_params);
-  }
-}
+using namespace test::disk;
 
 TEST(DiskCacheFormat, PayloadRoundTrips) {
   jit::CachedVariant v = sample_variant();
@@ -147,10 +103,10 @@ TEST(DiskCacheFiles, DamagedFilesAreRejectedWithAReason) {
     EXPECT_NE(found.problem.find(why), std::string::npos) << found.problem;
     EXPECT_NE(found.problem.find(path.string()), std::string::npos) << found.problem;
   };
-  for (size_t at : {good.size() - 1, good.size() / 2, size_t{50}}) {
+  for (size_t at : {good.size() - 1, good.size() / 2, size_t{50}, size_t{12}}) {
     std::string flipped = good;
     flipped[at] ^= 0x10;
-    expect_rejected(flipped, "checksum");
+    expect_rejected(flipped, "fails its MAC check");
   }
   expect_rejected(good.substr(0, good.size() - 3), "truncated");
   expect_rejected(good.substr(0, 20), "not a primjit cache file");
@@ -158,11 +114,13 @@ TEST(DiskCacheFiles, DamagedFilesAreRejectedWithAReason) {
   expect_rejected(std::string(4096, '\x5a'), "not a primjit cache file");
   expect_rejected("", "not a primjit cache file");
 
-  // A valid file for another key at this key's path (another version wrote it).
-  jit::DiskCache other(dir.str() + "/other", 1 << 20);
-  ASSERT_TRUE(other.store("primjit 2\nllvm 19\nkey 8\n", sample_variant(), &problem));
-  expect_rejected(read_bytes(other.path_of("primjit 2\nllvm 19\nkey 8\n")),
+  // A valid entry for another key at this key's path (another version wrote it).
+  std::string payload = jit::encode_variant(sample_variant());
+  expect_rejected(cache.seal("primjit 2\nllvm 19\nkey 8\n", payload),
                   "expected 'primjit 1', found 'primjit 2'");
+  // The same entry sealed with another directory's key (someone else's cache): never trusted.
+  jit::DiskCache other(dir.str() + "/other", 1 << 20);
+  expect_rejected(other.seal(key, payload), "fails its MAC check");
 
   write_bytes(path, good);  // and the good file still loads
   EXPECT_EQ(cache.load(key).status, jit::DiskCache::Status::kHit);
@@ -186,10 +144,11 @@ TEST(DiskCacheFiles, SizeCapRemovesTheLeastRecentlyUsed) {
   age("c\n", 100);
   ASSERT_EQ(cache.load("a\n").status, jit::DiskCache::Status::kHit);  // a is now the newest
   ASSERT_TRUE(cache.store("d\n", sample_variant(), &problem));
-  EXPECT_EQ(dir.files(kEntry).size(), 3u);
-  EXPECT_EQ(cache.load("b\n").status, jit::DiskCache::Status::kMissing);  // the oldest went
+  // Over the cap, a batch goes, down to 90 % of it: room for two of the four.
+  EXPECT_EQ(dir.files(kEntry).size(), 2u);
+  EXPECT_EQ(cache.load("b\n").status, jit::DiskCache::Status::kMissing);  // the oldest went,
+  EXPECT_EQ(cache.load("c\n").status, jit::DiskCache::Status::kMissing);  // then the next
   EXPECT_EQ(cache.load("a\n").status, jit::DiskCache::Status::kHit);
-  EXPECT_EQ(cache.load("c\n").status, jit::DiskCache::Status::kHit);
   EXPECT_EQ(cache.load("d\n").status, jit::DiskCache::Status::kHit);
 }
 
@@ -207,69 +166,6 @@ TEST(DiskCacheFiles, UncreatableDirectoryIsAnError) {
 }
 
 // --- the Jit with a disk cache ---------------------------------------------------------------
-
-// B = A * s + offset. Every version is named axpb: only the function's text tells them apart.
-PrimFunc axpb_function(int offset = 1) {
-  std::string text = R"(
-@T.prim_func
-def axpb(a: T.handle, b: T.handle, s: T.float32):
-    T.func_attr({"target": T.target("llvm")})
-    n = T.int32()
-    A = T.match_buffer(a, (n,), "float32")
-    B = T.match_buffer(b, (n,), "float32")
-    for i in range(n):
-        B[i] = A[i] * s + T.float32(OFFSET)
-)";
-  text.replace(text.find("OFFSET"), 6, std::to_string(offset));
-  return parse(text)->lookup("axpb");
-}
-
-const int64_t kSizes[] = {8, 16, 24};
-
-// Calls the kernel once per size and checks each result (a * 3 + offset); true when all are
-// right.
-bool run_sizes(const Kernel& k, float offset = 1.0f) {
-  bool ok = true;
-  for (int64_t n : kSizes) {
-    Tensor a = Tensor::zeros({n}, DataType::Float(32)), b = Tensor::zeros({n}, DataType::Float(32));
-    std::iota(a.data<float>(), a.data<float>() + n, 1.0f);
-    k(a, b, 3.0f);
-    for (int64_t i = 0; i < n; ++i) ok &= b.data<float>()[i] == a.data<float>()[i] * 3.0f + offset;
-  }
-  return ok;
-}
-
-JitOptions on_disk(const std::string& dir) {
-  JitOptions o;
-  o.disk_cache = DiskCacheMode::kEnabled;
-  o.cache_dir = dir;
-  return o;
-}
-
-// Collects warnings while alive.
-class Warnings {
- public:
-  Warnings() : saved_(log_level()) {
-    set_log_level(LogLevel::kWarning);
-    set_log_sink([this](LogLevel level, std::string_view text) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (level == LogLevel::kWarning) lines_.emplace_back(text);
-    });
-  }
-  ~Warnings() {
-    set_log_sink({});
-    set_log_level(saved_);
-  }
-  std::vector<std::string> lines() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return lines_;
-  }
-
- private:
-  LogLevel saved_;
-  std::mutex mutex_;
-  std::vector<std::string> lines_;
-};
 
 // The child process: runs the three sizes against PRIMJIT_TEST_CHILD_DIR and writes its stats
 // to PRIMJIT_TEST_CHILD_OUT. Run only by the tests below (it is disabled otherwise).
@@ -368,31 +264,29 @@ TEST(JitDiskCache, DiskHitsAreCountedApartFromMemoryHits) {
 // Flipped byte, truncation, garbage, another version: each is reported, compiled again,
 // replaced by a good entry, and the results stay right.
 TEST(JitDiskCache, DamagedEntriesAreRecompiledAndReplaced) {
-  auto mutations = std::vector<std::pair<std::string, std::function<std::string(std::string)>>>{
+  using Mutation = std::function<std::string(std::string, const jit::DiskCache&)>;
+  auto mutations = std::vector<std::pair<std::string, Mutation>>{
       {"flipped byte",
-       [](std::string b) {
+       [](std::string b, const jit::DiskCache&) {
          b[b.size() / 2] ^= 0x40;
          return b;
        }},
-      {"truncated", [](std::string b) { return b.substr(0, b.size() * 2 / 3); }},
-      {"garbage", [](std::string) { return std::string(1000, '\x13'); }},
+      {"truncated",
+       [](std::string b, const jit::DiskCache&) { return b.substr(0, b.size() * 2 / 3); }},
+      {"garbage", [](std::string, const jit::DiskCache&) { return std::string(1000, '\x13'); }},
       {"other version",
-       [](std::string b) {
-         // Rewrite the key's primjit version and make the checksum match again, so only the
-         // version tells the entry apart.
-         uint64_t key_size = 0, payload_size = 0;
-         std::memcpy(&key_size, b.data() + 16, 8);
-         std::memcpy(&payload_size, b.data() + 24, 8);
-         std::string key = b.substr(40, key_size), payload = b.substr(40 + key_size);
+       [](std::string b, const jit::DiskCache& cache) {
+         // Rewrite the key's primjit version and seal it again with the directory's own key,
+         // so only the version tells the entry apart.
+         std::string_view key_view, payload;
+         std::string problem;
+         if (!cache.unseal(b, &key_view, &payload, &problem)) return problem;
+         std::string key(key_view);
          std::string mine = std::string("\nprimjit ") + version() + "\n";
          size_t at = key.find(mine);
          if (at == std::string::npos) return std::string("version line not found");
          key.replace(at, mine.size(), "\nprimjit 0.0.0-other\n");
-         uint64_t size = key.size();
-         uint64_t sum = jit::hash_bytes(payload, jit::hash_bytes(key));
-         std::memcpy(b.data() + 16, &size, 8);
-         std::memcpy(b.data() + 32, &sum, 8);
-         return b.substr(0, 40) + key + payload;
+         return cache.seal(key, payload);
        }},
   };
   for (const auto& [what, mutate] : mutations) {
@@ -404,7 +298,10 @@ TEST(JitDiskCache, DamagedEntriesAreRecompiledAndReplaced) {
     }
     std::vector<fs::path> files = dir.files(kEntry);
     ASSERT_EQ(files.size(), 3u);
-    for (const fs::path& f : files) write_bytes(f, mutate(read_bytes(f)));
+    {
+      jit::DiskCache cache(dir.str(), 1 << 30);
+      for (const fs::path& f : files) write_bytes(f, mutate(read_bytes(f), cache));
+    }
     {
       Warnings warnings;
       Jit jit(on_disk(dir.str()));

@@ -1,0 +1,134 @@
+// Helpers shared by the disk cache tests: entry files, a sample variant, and a small kernel
+// (axpb) whose results say which code ran.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "jit/runtime/disk_cache.h"
+#include "primjit/ir/text.h"
+#include "primjit/jit.h"
+#include "primjit/log.h"
+#include "primjit/tensor.h"
+
+namespace primjit::test::disk {
+
+namespace fs = std::filesystem;
+
+// The extension of the cache's entry files.
+inline constexpr const char* kEntry = ".pjv";
+
+inline std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline void write_bytes(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+inline jit::CachedVariant sample_variant() {
+  jit::CachedVariant v;
+  v.host.object = std::string(
+      "\x7f"
+      "ELF object bytes\0with a NUL",
+      27);
+  v.host.suffix = ".pj0123456789abcdef";
+  v.host.functions = {{"main", "main"}, {"helper", "helper_sym"}};
+  v.host.launched_kernels = {"main_kernel"};
+  v.device.ptx = false;
+  v.device.arch = 90;
+  v.device.image = std::string("cubin\0bytes", 11);
+  v.device.kernels = {{"main_kernel", {"blockIdx.x", "threadIdx.x", "tirx.use_dyn_shared_memory"}}};
+  return v;
+}
+
+inline void expect_same(const jit::CachedVariant& a, const jit::CachedVariant& b) {
+  EXPECT_EQ(a.host.object, b.host.object);
+  EXPECT_EQ(a.host.suffix, b.host.suffix);
+  EXPECT_EQ(a.host.functions, b.host.functions);
+  EXPECT_EQ(a.host.launched_kernels, b.host.launched_kernels);
+  EXPECT_EQ(a.device.ptx, b.device.ptx);
+  EXPECT_EQ(a.device.arch, b.device.arch);
+  EXPECT_EQ(a.device.image, b.device.image);
+  ASSERT_EQ(a.device.kernels.size(), b.device.kernels.size());
+  for (size_t i = 0; i < a.device.kernels.size(); ++i) {
+    EXPECT_EQ(a.device.kernels[i].name, b.device.kernels[i].name);
+    EXPECT_EQ(a.device.kernels[i].launch_params, b.device.kernels[i].launch_params);
+  }
+}
+
+// B = A * s + offset. Every version is named axpb: only the function's text tells them apart.
+inline PrimFunc axpb_function(int offset = 1) {
+  std::string text = R"(
+@T.prim_func
+def axpb(a: T.handle, b: T.handle, s: T.float32):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    for i in range(n):
+        B[i] = A[i] * s + T.float32(OFFSET)
+)";
+  text.replace(text.find("OFFSET"), 6, std::to_string(offset));
+  return parse(text)->lookup("axpb");
+}
+
+inline const int64_t kSizes[] = {8, 16, 24};
+
+// Calls the kernel once per size and checks each result (a * 3 + offset); true when all are
+// right.
+inline bool run_sizes(const Kernel& k, float offset = 1.0f) {
+  bool ok = true;
+  for (int64_t n : kSizes) {
+    Tensor a = Tensor::zeros({n}, DataType::Float(32)), b = Tensor::zeros({n}, DataType::Float(32));
+    std::iota(a.data<float>(), a.data<float>() + n, 1.0f);
+    k(a, b, 3.0f);
+    for (int64_t i = 0; i < n; ++i) ok &= b.data<float>()[i] == a.data<float>()[i] * 3.0f + offset;
+  }
+  return ok;
+}
+
+inline JitOptions on_disk(const std::string& dir) {
+  JitOptions o;
+  o.disk_cache = DiskCacheMode::kEnabled;
+  o.cache_dir = dir;
+  return o;
+}
+
+// Collects warnings while alive.
+class Warnings {
+ public:
+  Warnings() : saved_(log_level()) {
+    set_log_level(LogLevel::kWarning);
+    set_log_sink([this](LogLevel level, std::string_view text) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (level == LogLevel::kWarning) lines_.emplace_back(text);
+    });
+  }
+  ~Warnings() {
+    set_log_sink({});
+    set_log_level(saved_);
+  }
+  std::vector<std::string> lines() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return lines_;
+  }
+
+ private:
+  LogLevel saved_;
+  std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+}  // namespace primjit::test::disk
