@@ -30,6 +30,7 @@
 #include "primjit/ir/text.h"
 #include "primjit/ir/verify.h"
 #include "primjit/passes.h"
+#include "primjit/version.h"
 #include "tools/tool_main.h"
 
 namespace {
@@ -37,10 +38,10 @@ namespace {
 namespace pj = primjit;
 
 constexpr const char* kUsage =
-    "usage: primjit-opt FILE [--passes=P1,P2] [--pipeline=default] [--target=cuda|llvm|emu]\n"
-    "                   [--verify-each] [--print-after-all] [--check-expected]\n"
-    "                   [--emit=tir|llvm|cuda|ptx] [--list-passes] [--no-verify-input]\n"
-    "                   [--check-semantics[=DIM=VALUE,...]]\n";
+    "usage: primjit-opt FILE [--passes=P1,P2] [--pipeline=default|default-no-cse]\n"
+    "                   [--target=cuda|llvm|emu] [--verify-each] [--print-after-all]\n"
+    "                   [--check-expected] [--emit=tir|llvm|cuda|ptx] [--list-passes]\n"
+    "                   [--no-verify-input] [--check-semantics[=DIM=VALUE,...]] [--version]\n";
 
 struct Options {
   std::string file;
@@ -66,9 +67,13 @@ Options parse_args(int argc, char** argv) {
     if (auto v = value_of("--passes")) {
       for (std::string& p : pj::passes::split_pass_list(*v)) options.passes.push_back(std::move(p));
     } else if (auto v = value_of("--pipeline")) {
-      PRIMJIT_USER_CHECK(*v == "default")
-          << "unknown pipeline '" << *v << "'; use --pipeline=default";
-      for (std::string& p : pj::passes::default_pipeline()) options.passes.push_back(std::move(p));
+      PRIMJIT_USER_CHECK(*v == "default" || *v == "default-no-cse")
+          << "unknown pipeline '" << *v << "'; use --pipeline=default or default-no-cse";
+      pj::passes::PipelineOptions pipeline;
+      pipeline.common_subexpr_elim = *v == "default";
+      for (std::string& p : pj::passes::default_pipeline(pipeline)) {
+        options.passes.push_back(std::move(p));
+      }
     } else if (auto v = value_of("--target")) {
       PRIMJIT_USER_CHECK(*v == "cuda" || *v == "llvm" || *v == "emu")
           << "unknown --target '" << *v << "'; use cuda, llvm or emu";
@@ -91,6 +96,9 @@ Options parse_args(int argc, char** argv) {
       options.list_passes = true;
     } else if (arg == "-h" || arg == "--help") {
       std::cout << kUsage;
+      std::exit(0);
+    } else if (arg == "--version") {
+      std::cout << "primjit-opt " << pj::version() << "\n";
       std::exit(0);
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
       PRIMJIT_USER_ERROR() << "unknown option '" << arg << "'\n" << kUsage;

@@ -42,6 +42,7 @@
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
 #include "primjit/passes.h"
+#include "primjit/version.h"
 #include "tools/tool_main.h"
 
 namespace {
@@ -58,7 +59,8 @@ constexpr const char* kUsage =
     "  --bench-json FILE  write the statistics as JSON (without --bench: calls chosen by a\n"
     "                     time budget)\n"
     "  --bench-bytes B    bytes one call moves: report GB/s\n"
-    "  --bench-flops F    floating-point operations of one call: report GFLOP/s\n";
+    "  --bench-flops F    floating-point operations of one call: report GFLOP/s\n"
+    "  --version          print primjit's version\n";
 
 struct ArgSpec {
   pj::DataType dtype;
@@ -179,6 +181,9 @@ Options parse_args(int argc, char** argv) {
       o.bench_flops = parse_non_negative(*v, "--bench-flops");
     } else if (arg == "-h" || arg == "--help") {
       std::cout << kUsage;
+      std::exit(0);
+    } else if (arg == "--version") {
+      std::cout << "primjit-run " << pj::version() << "\n";
       std::exit(0);
     } else if (!arg.empty() && arg[0] == '-' && arg != "-") {
       PRIMJIT_USER_ERROR() << "unknown option '" << arg << "'\n" << kUsage;
