@@ -70,77 +70,26 @@ Expr make_logical(const char* name, Expr a, Expr b) {
   return Expr(new Node(t, std::move(a), std::move(b)));
 }
 
-// The builtin ops. Math functions take and return the same floating type.
-struct OpSpec {
-  const char* name;
-  int num_args;
-  CallEffect effect;
-};
-constexpr OpSpec kOps[] = {
-    // math
-    {"exp", 1, CallEffect::kPure},
-    {"exp2", 1, CallEffect::kPure},
-    {"exp10", 1, CallEffect::kPure},
-    {"log", 1, CallEffect::kPure},
-    {"log2", 1, CallEffect::kPure},
-    {"log10", 1, CallEffect::kPure},
-    {"log1p", 1, CallEffect::kPure},
-    {"sqrt", 1, CallEffect::kPure},
-    {"rsqrt", 1, CallEffect::kPure},
-    {"sin", 1, CallEffect::kPure},
-    {"cos", 1, CallEffect::kPure},
-    {"tan", 1, CallEffect::kPure},
-    {"tanh", 1, CallEffect::kPure},
-    {"sigmoid", 1, CallEffect::kPure},
-    {"erf", 1, CallEffect::kPure},
-    {"fabs", 1, CallEffect::kPure},
-    {"floor", 1, CallEffect::kPure},
-    {"ceil", 1, CallEffect::kPure},
-    {"round", 1, CallEffect::kPure},
-    {"trunc", 1, CallEffect::kPure},
-    {"pow", 2, CallEffect::kPure},
-    {"fmod", 2, CallEffect::kPure},
-    {"isnan", 1, CallEffect::kPure},
-    {"isinf", 1, CallEffect::kPure},
-    {"isfinite", 1, CallEffect::kPure},
-    // control and reinterpretation
-    {"if_then_else", 3, CallEffect::kPure},
-    {"reinterpret", 1, CallEffect::kPure},
-    {"likely", 1, CallEffect::kPure},
-    {"shift_left", 2, CallEffect::kPure},
-    {"shift_right", 2, CallEffect::kPure},
-    {"bitwise_and", 2, CallEffect::kPure},
-    {"bitwise_or", 2, CallEffect::kPure},
-    {"bitwise_xor", 2, CallEffect::kPure},
-    {"bitwise_not", 1, CallEffect::kPure},
-    // memory, synchronization and runtime
-    {"tvm_storage_sync", 1, CallEffect::kSideEffect},
-    {"tvm_access_ptr", 5, CallEffect::kPure},
-    {"address_of", 1, CallEffect::kPure},
-    {"ptx_cp_async", 5, CallEffect::kSideEffect},
-    {"ptx_commit_group", 0, CallEffect::kSideEffect},
-    {"ptx_wait_group", 1, CallEffect::kSideEffect},
-    {"call_extern", -1, CallEffect::kSideEffect},
-    {"call_pure_extern", -1, CallEffect::kPure},
-    {"call_packed", -1, CallEffect::kSideEffect},
-    {"ret", 1, CallEffect::kSideEffect},
-    // the packed calling convention (primjit/abi.h)
-    {"tvm_struct_get", 3, CallEffect::kReadState},
-    {"tvm_struct_set", 4, CallEffect::kSideEffect},
-    {"isnullptr", 1, CallEffect::kPure},
-    {"call_cpacked", -1, CallEffect::kSideEffect},
-    {"format", -1, CallEffect::kPure},
+// The builtin op table (ops.def), in table order, and by name.
+struct OpTable {
+  std::vector<Op> ops;
+  std::map<std::string, Op, std::less<>> by_name;
 };
 
-const std::map<std::string, Op>& op_registry() {
-  static const std::map<std::string, Op> registry = [] {
-    std::map<std::string, Op> ops;
-    for (const OpSpec& spec : kOps) {
-      ops.emplace(spec.name, Op(new OpNode(spec.name, spec.num_args, spec.effect)));
+const OpTable& op_table() {
+  static const OpTable table = [] {
+    OpTable t;
+#define PRIMJIT_OP(name, num_args, effect, type_rule, kind, max_ulp, libm)                  \
+  t.ops.emplace_back(new OpNode(#name, num_args, CallEffect::effect, OpTypeRule::type_rule, \
+                                OpKind::kind, max_ulp, libm, static_cast<int>(t.ops.size())));
+#include "primjit/ir/ops.def"
+#undef PRIMJIT_OP
+    for (const Op& op : t.ops) {
+      PRIMJIT_ICHECK(t.by_name.emplace(op->name, op).second) << "op '" << op->name << "' twice";
     }
-    return ops;
+    return t;
   }();
-  return registry;
+  return table;
 }
 
 // T.format(fmt, values...): a message with placeholders (primjit/abi.h), e.g. for asserts.
@@ -223,12 +172,14 @@ Buffer Buffer::make(std::string name, DataType dtype, std::vector<Expr> shape,
   return make(std::move(data), dtype, std::move(shape), {}, Expr(), std::move(name));
 }
 
-Op Op::find(const std::string& name) {
-  auto it = op_registry().find(name);
-  return it == op_registry().end() ? Op() : it->second;
+Op Op::find(std::string_view name) {
+  auto it = op_table().by_name.find(name);
+  return it == op_table().by_name.end() ? Op() : it->second;
 }
 
-Op Op::get(const std::string& name) {
+const std::vector<Op>& Op::all() { return op_table().ops; }
+
+Op Op::get(std::string_view name) {
   Op op = find(name);
   PRIMJIT_USER_CHECK(op.defined()) << "unknown builtin op '" << name << "'";
   return op;
@@ -236,7 +187,7 @@ Op Op::get(const std::string& name) {
 
 std::vector<std::string> registered_op_names() {
   std::vector<std::string> names;
-  for (const auto& [name, op] : op_registry()) names.push_back(name);
+  for (const auto& [name, op] : op_table().by_name) names.push_back(name);
   return names;
 }
 
@@ -379,7 +330,7 @@ Expr Call::make(DataType dtype, Op op, std::vector<Expr> args) {
   for (const Expr& arg : args) {
     PRIMJIT_USER_CHECK(arg.defined()) << "T." << op->name << ": undefined argument";
   }
-  if (op->name == "format") check_format(dtype, args);
+  if (op->op_kind == OpKind::kMessage) check_format(dtype, args);
   return Expr(new Call(dtype, std::move(op), GlobalVar(), std::move(args)));
 }
 
@@ -395,7 +346,7 @@ bool Call::is_op(const char* name) const { return op.defined() && op->name == na
 
 CallEffect Call::effect() const {
   // Calls to other functions may do anything.
-  return op.defined() ? op->effect : CallEffect::kSideEffect;
+  return op.defined() ? op->effect : CallEffect::kOpaque;
 }
 
 Expr make_const(int64_t value) { return IntImm::make(DataType::Int(32), value); }

@@ -465,6 +465,33 @@ void post_order_visit(const Expr& expr, const std::function<void(const Ref<Objec
   PostOrderVisitor(f).visit_expr(expr);
 }
 
+namespace {
+// The strongest call effect of a tree; stops looking once it reaches kOpaque.
+class EffectFinder : public StmtExprVisitor {
+ public:
+  CallEffect effect = CallEffect::kPure;
+  void visit_expr(const Expr& e) override {
+    if (effect != CallEffect::kOpaque) StmtExprVisitor::visit_expr(e);
+  }
+  void visit(const Call* op) override {
+    effect = std::max(effect, op->effect());
+    StmtExprVisitor::visit(op);
+  }
+};
+}  // namespace
+
+CallEffect call_effect_of(const Expr& expr) {
+  EffectFinder finder;
+  finder.visit_expr(expr);
+  return finder.effect;
+}
+
+CallEffect call_effect_of(const Stmt& stmt) {
+  EffectFinder finder;
+  finder.visit_stmt(stmt);
+  return finder.effect;
+}
+
 Expr substitute(const Expr& expr, const VarMap& map) {
   if (map.empty()) return expr;
   return Substituter(map).mutate_expr(expr);

@@ -35,7 +35,6 @@ namespace {
 
 using text_internal::builtin_result_dtype;
 using text_internal::op_rule;
-using text_internal::OpRule;
 using text_internal::same_expr;
 
 constexpr int kMaxNesting = 200;     // brackets, unary operators, blocks
@@ -1823,8 +1822,8 @@ class Lowerer {
       fail(a.loc, fname + " takes " + plural(static_cast<size_t>(op->num_args), "argument") +
                       ", got " + std::to_string(n));
     }
-    OpRule rule = op_rule(op->name);
-    if (rule == OpRule::kExplicit) {
+    OpTypeRule rule = op_rule(op->name);
+    if (rule == OpTypeRule::kExplicit) {
       fail(a.loc, fname + " needs an explicit result dtype; write T.call_intrin(\"dtype\", \"" +
                       op->name + "\", ...)");
     }
@@ -1832,7 +1831,7 @@ class Lowerer {
     if (text_internal::op_unifies_two_args(op->name)) {
       auto [x, y] = unify(arg(a, 0), arg(a, 1));
       args = {x, y};
-    } else if (rule == OpRule::kBranches) {
+    } else if (rule == OpTypeRule::kBranches) {
       args.push_back(expr(arg(a, 0), DataType::Bool()));
       auto [x, y] = unify(arg(a, 1), arg(a, 2));
       if (x.dtype() != y.dtype()) {

@@ -16,44 +16,17 @@
 
 namespace primjit::text_internal {
 
-/// How the result dtype of a builtin call follows from its arguments.
-enum class OpRule {
-  kFirstArg,   // math functions, bitwise ops, shifts, ret: the (first) argument's dtype
-  kBoolOfArg,  // isnan, isinf, isfinite, likely, isnullptr: bool with the argument's lanes
-  kBranches,   // if_then_else: the dtype of the branches (arguments 1 and 2)
-  kInt32,      // tvm_storage_sync, call_packed, call_cpacked, tvm_struct_set, ptx_*: int32
-  kHandle,     // tvm_access_ptr, address_of, format: handle
-  kExplicit,   // call_extern, call_pure_extern, reinterpret, unknown ops: written in the text
-};
-
-inline OpRule op_rule(std::string_view op) {
-  static constexpr std::string_view kFirstArg[] = {
-      "exp",         "exp2",       "exp10",       "log",         "log2",       "log10",
-      "log1p",       "sqrt",       "rsqrt",       "sin",         "cos",        "tan",
-      "tanh",        "sigmoid",    "erf",         "fabs",        "floor",      "ceil",
-      "round",       "trunc",      "pow",         "fmod",        "shift_left", "shift_right",
-      "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "ret"};
-  for (std::string_view name : kFirstArg) {
-    if (op == name) return OpRule::kFirstArg;
-  }
-  if (op == "isnan" || op == "isinf" || op == "isfinite" || op == "likely") {
-    return OpRule::kBoolOfArg;
-  }
-  if (op == "if_then_else") return OpRule::kBranches;
-  if (op == "isnullptr") return OpRule::kBoolOfArg;
-  if (op == "tvm_storage_sync" || op == "call_packed" || op == "call_cpacked" ||
-      op == "tvm_struct_set" || op == "ptx_cp_async" || op == "ptx_commit_group" ||
-      op == "ptx_wait_group") {
-    return OpRule::kInt32;
-  }
-  if (op == "tvm_access_ptr" || op == "address_of" || op == "format") return OpRule::kHandle;
-  return OpRule::kExplicit;
+/// How the result dtype of a call of `op` follows from its arguments (the op table's rule;
+/// kExplicit for names that are not builtins).
+inline OpTypeRule op_rule(std::string_view op) {
+  Op found = Op::find(op);
+  return found.defined() ? found->type_rule : OpTypeRule::kExplicit;
 }
 
 /// Two-operand ops whose operands share one dtype (bare literals adopt the other's dtype).
 inline bool op_unifies_two_args(std::string_view op) {
-  return op == "pow" || op == "fmod" || op == "shift_left" || op == "shift_right" ||
-         op == "bitwise_and" || op == "bitwise_or" || op == "bitwise_xor";
+  Op found = Op::find(op);
+  return found.defined() && found->num_args == 2 && found->type_rule == OpTypeRule::kFirstArg;
 }
 
 /// The dtype the rule gives for a call of `op` with `args`; nullopt when the dtype must be
@@ -61,20 +34,20 @@ inline bool op_unifies_two_args(std::string_view op) {
 inline std::optional<DataType> builtin_result_dtype(std::string_view op,
                                                     const std::vector<Expr>& args) {
   switch (op_rule(op)) {
-    case OpRule::kFirstArg:
+    case OpTypeRule::kFirstArg:
       if (args.empty()) return std::nullopt;
       return args[0].dtype();
-    case OpRule::kBoolOfArg:
+    case OpTypeRule::kBoolOfArg:
       if (args.empty()) return std::nullopt;
       return DataType::Bool(args[0].dtype().lanes());
-    case OpRule::kBranches:
+    case OpTypeRule::kBranches:
       if (args.size() != 3) return std::nullopt;
       return args[1].dtype();
-    case OpRule::kInt32:
+    case OpTypeRule::kInt32:
       return DataType::Int(32);
-    case OpRule::kHandle:
+    case OpTypeRule::kHandle:
       return DataType::Handle();
-    case OpRule::kExplicit:
+    case OpTypeRule::kExplicit:
       return std::nullopt;
   }
   return std::nullopt;

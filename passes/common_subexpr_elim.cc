@@ -305,21 +305,14 @@ class Numbering {
   }
   // Before a loop body or condition: what any iteration writes may already have been written.
   void write_loop_carried(const Stmt& body, const Expr* condition = nullptr) {
-    bool effect = condition != nullptr && has_side_effect(*condition);
+    bool effect = condition != nullptr && has_side_effects(*condition);
     std::vector<const VarNode*> written;
     post_order_visit(body, [&](const Ref<Object>& node) {
       if (const auto* store = node.as<BufferStore>()) written.push_back(store->buffer->data.get());
-      if (const auto* call = node.as<Call>()) effect |= call->effect() == CallEffect::kSideEffect;
+      if (const auto* call = node.as<Call>()) effect |= call->has_side_effects();
     });
     for (const VarNode* data : written) write(data);
     if (effect) write_everything();
-  }
-  static bool has_side_effect(const Expr& e) {
-    bool effect = false;
-    post_order_visit(e, [&](const Ref<Object>& node) {
-      if (const auto* call = node.as<Call>()) effect |= call->effect() == CallEffect::kSideEffect;
-    });
-    return effect;
   }
 
   // --- statements ----------------------------------------------------------------------------
@@ -503,7 +496,7 @@ class Numbering {
     if (has_opaque_children(e)) {
       fresh = true;
       sum.def_depth = kUnknownDepth;
-      saw_side_effect_ = saw_side_effect_ || has_side_effect(e);
+      saw_side_effect_ = saw_side_effect_ || has_side_effects(e);
     } else if (const auto* load = e.as<BufferLoad>()) {
       auto it = buffer_depth_.find(load->buffer.get());
       sum.def_depth = it == buffer_depth_.end() ? kUnknownDepth : it->second;
@@ -521,7 +514,7 @@ class Numbering {
                                  : static_cast<const Object*>(call->callee.operator->());
       payload[payload_size++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(callee));
       fresh = call->effect() != CallEffect::kPure;
-      saw_side_effect_ = saw_side_effect_ || call->effect() == CallEffect::kSideEffect;
+      saw_side_effect_ = saw_side_effect_ || call->has_side_effects();
       info.may_fault = true;
       if (call->is_op("likely")) info.shareable = false;
       bool arms_guarded = call->is_op("if_then_else");

@@ -19,17 +19,8 @@
 namespace primjit::passes {
 namespace {
 
-bool has_side_effect(const Expr& e) {
-  bool effect = false;
-  post_order_visit(e, [&](const Ref<Object>& node) {
-    if (const auto* call = node.as<Call>())
-      effect = effect || call->effect() == CallEffect::kSideEffect;
-  });
-  return effect;
-}
-
 bool is_no_op(const Stmt& s) {
-  if (const auto* eval = s.as<Evaluate>()) return !has_side_effect(eval->value);
+  if (const auto* eval = s.as<Evaluate>()) return !has_side_effects(eval->value);
   return false;
 }
 
@@ -49,7 +40,7 @@ class NoOpRemover : public StmtExprMutator {
   Stmt mutate(const Bind* op) override {
     auto it = uses_.find(op->var.get());
     bool unused = it == uses_.end() || it->second == 0;
-    if (unused && !has_side_effect(op->value)) return no_op();
+    if (unused && !has_side_effects(op->value)) return no_op();
     return StmtExprMutator::mutate(op);
   }
 
@@ -62,13 +53,13 @@ class NoOpRemover : public StmtExprMutator {
     const auto* loop = s.as<For>();
     std::optional<int64_t> extent = as_const_int(loop->extent);
     bool empty = is_no_op(loop->body) || (extent && *extent <= 0);
-    return empty && !has_side_effect(loop->min) && !has_side_effect(loop->extent) ? no_op() : s;
+    return empty && !has_side_effects(loop->min) && !has_side_effects(loop->extent) ? no_op() : s;
   }
 
   Stmt mutate(const AttrStmt* op) override {
     Stmt s = StmtExprMutator::mutate(op);
     const auto* attr = s.as<AttrStmt>();
-    return is_no_op(attr->body) && !has_side_effect(attr->value) ? no_op() : s;
+    return is_no_op(attr->body) && !has_side_effects(attr->value) ? no_op() : s;
   }
 
   Stmt mutate(const IfThenElse* op) override {
@@ -77,7 +68,7 @@ class NoOpRemover : public StmtExprMutator {
     bool then_empty = is_no_op(branch->then_case);
     bool else_empty = !branch->else_case.defined() || is_no_op(branch->else_case);
     if (then_empty && else_empty) {
-      return has_side_effect(branch->condition) ? Evaluate::make(branch->condition) : no_op();
+      return has_side_effects(branch->condition) ? Evaluate::make(branch->condition) : no_op();
     }
     if (else_empty && branch->else_case.defined()) {
       return IfThenElse::make(branch->condition, branch->then_case);

@@ -214,15 +214,8 @@ namespace {
 // Pure value computations: narrow operands are computed in float32, like arithmetic.
 bool is_compute_op(const Call* op) {
   if (!op->op.defined()) return false;
-  static constexpr const char* kOps[] = {
-      "exp",  "exp2",  "exp10", "log",      "log2",         "log10",  "log1p",
-      "sqrt", "rsqrt", "sin",   "cos",      "tan",          "tanh",   "sigmoid",
-      "erf",  "fabs",  "floor", "ceil",     "round",        "trunc",  "pow",
-      "fmod", "isnan", "isinf", "isfinite", "if_then_else", "likely", "format"};
-  for (const char* name : kOps) {
-    if (op->op->name == name) return true;
-  }
-  return false;
+  OpKind kind = op->op->op_kind;
+  return kind == OpKind::kMath || kind == OpKind::kSelect || kind == OpKind::kMessage;
 }
 
 // Does the function mention one of the narrow types anywhere (values, pointers, buffers)?

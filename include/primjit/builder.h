@@ -207,12 +207,18 @@ inline Expr ceildiv(const Expr& a, int b) {
 inline Expr truncdiv(const Expr& a, const Expr& b) { return Div::make(a, b); }
 inline Expr truncmod(const Expr& a, const Expr& b) { return Mod::make(a, b); }
 
-/// A builtin math function with the argument's dtype: exp, sqrt, log, tanh, fabs, ...
+/// A builtin math function of the op table (ops.def) applied to `x`: exp, sqrt, log, tanh,
+/// fabs, ...; the result dtype follows the op's rule (bool for isnan, else x's dtype).
 inline Expr math(const char* name, const Expr& x) {
+  Op op = Op::get(name);
+  PRIMJIT_USER_CHECK(op->is_math() && op->num_args == 1)
+      << name << "() is not a one-argument math function";
   PRIMJIT_USER_CHECK(x.defined() && x.dtype().is_floating())
       << name << "() needs a floating-point argument, got "
       << (x.defined() ? x.dtype().str() : std::string("nothing"));
-  return Call::make(x.dtype(), Op::get(name), {x});
+  DataType result =
+      op->type_rule == OpTypeRule::kBoolOfArg ? DataType::Bool(x.dtype().lanes()) : x.dtype();
+  return Call::make(result, op, {x});
 }
 inline Expr exp(const Expr& x) { return math("exp", x); }
 inline Expr exp2(const Expr& x) { return math("exp2", x); }

@@ -1024,15 +1024,7 @@ bool AnalyzerImpl::equal(const Expr& a, const Expr& b) {
   }
 }
 
-bool AnalyzerImpl::pure(const Expr& e) {
-  bool result = true;
-  post_order_visit(e, [&](const Ref<Object>& node) {
-    if (const auto* call = node.as<Call>()) {
-      if (call->effect() != CallEffect::kPure) result = false;
-    }
-  });
-  return result;
-}
+bool AnalyzerImpl::pure(const Expr& e) { return call_effect_of(e) == CallEffect::kPure; }
 
 }  // namespace detail
 

@@ -59,16 +59,6 @@ std::string wrap(const Code& c, int max_prec) {
 
 bool is_narrow_int(DataType t) { return t.is_integer() && t.bits() < 32; }
 
-bool has_side_effects(const Expr& e) {
-  bool found = false;
-  post_order_visit(e, [&](const Ref<Object>& node) {
-    if (const auto* call = node.as<Call>(); call != nullptr) {
-      found = found || call->effect() == CallEffect::kSideEffect;
-    }
-  });
-  return found;
-}
-
 bool reads_memory(const Expr& e) {
   bool found = false;
   post_order_visit(e, [&](const Ref<Object>& node) {
@@ -154,13 +144,28 @@ const char* lane_member(int lane) {
   return kMembers[lane];
 }
 
-// The math builtins (expr.h's registry) the code generator maps to CUDA functions.
-const std::set<std::string>& math_function_names() {
-  static const std::set<std::string> kNames = {
-      "exp",   "exp2", "exp10", "log",     "log2",  "log10", "log1p",   "sqrt", "rsqrt",
-      "sin",   "cos",  "tan",   "tanh",    "erf",   "fabs",  "floor",   "ceil", "round",
-      "trunc", "pow",  "fmod",  "sigmoid", "isnan", "isinf", "isfinite"};
-  return kNames;
+// How CUDA code computes the math builtins that have no C library function in the op table
+// (the others call it: "expf" for float, "exp" for double).
+enum class CudaMath {
+  kFunction,  // the CUDA math function of the op's name (rsqrtf, rsqrt)
+  kSigmoid,   // 1 / (1 + exp(-x))
+  kClassify,  // isnan, isinf, isfinite: CUDA's classification functions on float or double
+};
+
+const OpMap<CudaMath>& cuda_math() {
+  static const OpMap<CudaMath> lowering = [] {
+    OpMap<CudaMath> m("CUDA code generation's math lowering");
+    m.set("rsqrt", CudaMath::kFunction)
+        .set("sigmoid", CudaMath::kSigmoid)
+        .set("isnan", CudaMath::kClassify)
+        .set("isinf", CudaMath::kClassify)
+        .set("isfinite", CudaMath::kClassify);
+    std::vector<std::string> missing =
+        m.missing([](const OpNode& op) { return op.is_math() && op.libm.empty(); });
+    PRIMJIT_ICHECK(missing.empty()) << m.what() << " lacks T." << missing.front();
+    return m;
+  }();
+  return lowering;
 }
 
 // State shared by the functions of one module.
@@ -1158,27 +1163,28 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
 
   // Math builtins: the float or double CUDA function; narrower floats compute in float.
   bool math_call(const Call* op, int lane, Code* out) {
+    if (!op->op->is_math()) return false;
     const std::string& name = op->op->name;
-    if (math_function_names().count(name) == 0) return false;
     DataType t = op->args[0].dtype().element_of();
     PRIMJIT_USER_CHECK(t.is_floating())
         << "CUDA code generation: T." << name << " needs a floating-point argument, got " << t
         << " (in " << where() << ")";
     std::vector<Code> args;
     for (const Expr& a : op->args) args.push_back(sub(a, lane));
-    if (name == "isnan" || name == "isinf" || name == "isfinite") {
+    const CudaMath* how = cuda_math().find(op->op);
+    if (how == nullptr) {
+      *out = float_math(t, op->op->libm, args);
+    } else if (*how == CudaMath::kClassify) {
       *out = call(name, {to_compute_float(t, args[0])});
-      return true;
-    }
-    if (name == "sigmoid") {
+    } else if (*how == CudaMath::kSigmoid) {
       bool dbl = t.is_float() && t.bits() == 64;
       Code x = to_compute_float(t, args[0]);
       Code e = float_math_raw(dbl, "exp", {{"-" + wrap(x, kUnary), kUnary}});
       Code one = {dbl ? "1.0" : "1.0f", kPrimary};
       *out = from_float(t, infix(one, "/", kMul, infix(one, "+", kAdd, e)));
-      return true;
+    } else {
+      *out = float_math(t, name, args);
     }
-    *out = float_math(t, name, args);
     return true;
   }
 
@@ -1194,13 +1200,12 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
   }
 
   Code float_math_raw(bool dbl, const std::string& name, const std::vector<Code>& args) {
-    static const std::map<std::string, std::string> kRename = {{"round", "rint"}};
+    // The C functions CUDA also has as fast, less accurate intrinsics (__expf, ...).
     static const std::set<std::string> kFast = {"exp", "exp10", "log", "log2", "log10",
                                                 "sin", "cos",   "tan", "pow"};
-    std::string fn = kRename.count(name) ? kRename.at(name) : name;
-    if (dbl) return call(fn, args);
-    if (m_.options.fast_math && kFast.count(name) != 0) return call("__" + fn + "f", args);
-    return call(fn + "f", args);
+    if (dbl) return call(name, args);
+    if (m_.options.fast_math && kFast.count(name) != 0) return call("__" + name + "f", args);
+    return call(name + "f", args);
   }
 
   Code reinterpret(const Call* op, int lane) {
@@ -1414,11 +1419,15 @@ CudaModuleSource codegen_cuda(const IRModule& lowered, const CudaCodegenOptions&
     state.reserved.insert(helper);
   }
   // The functions the generated code may call must stay visible: no local may be named so.
-  for (const std::string& fn : math_function_names()) {
-    state.reserved.insert(fn);
-    state.reserved.insert(fn + "f");
+  for (const Op& op : Op::all()) {
+    if (!op->is_math()) continue;
+    for (const std::string& fn : {op->name, op->libm}) {
+      if (fn.empty()) continue;
+      state.reserved.insert(fn);
+      state.reserved.insert(fn + "f");
+    }
   }
-  for (const char* fn : {"rint", "rintf", "fminf", "fmaxf", "make_half2", "make_bfloat162"}) {
+  for (const char* fn : {"fminf", "fmaxf", "make_half2", "make_bfloat162"}) {
     state.reserved.insert(fn);
   }
 

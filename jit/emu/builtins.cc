@@ -60,47 +60,28 @@ struct MathSpec {
   int arity;
 };
 
-// Builtin ops (T.exp, ...) by op name.
-const std::map<std::string, MathSpec>& math_ops() {
-  static const std::map<std::string, MathSpec> ops = {
-      {"exp", {MathFn::kExp, 1}},           {"exp2", {MathFn::kExp2, 1}},
-      {"exp10", {MathFn::kExp10, 1}},       {"log", {MathFn::kLog, 1}},
-      {"log2", {MathFn::kLog2, 1}},         {"log10", {MathFn::kLog10, 1}},
-      {"log1p", {MathFn::kLog1p, 1}},       {"sqrt", {MathFn::kSqrt, 1}},
-      {"rsqrt", {MathFn::kRsqrt, 1}},       {"sin", {MathFn::kSin, 1}},
-      {"cos", {MathFn::kCos, 1}},           {"tan", {MathFn::kTan, 1}},
-      {"tanh", {MathFn::kTanh, 1}},         {"sigmoid", {MathFn::kSigmoid, 1}},
-      {"erf", {MathFn::kErf, 1}},           {"fabs", {MathFn::kFabs, 1}},
-      {"floor", {MathFn::kFloor, 1}},       {"ceil", {MathFn::kCeil, 1}},
-      {"round", {MathFn::kRound, 1}},       {"trunc", {MathFn::kTrunc, 1}},
-      {"pow", {MathFn::kPow, 2}},           {"fmod", {MathFn::kFmod, 2}},
-      {"isnan", {MathFn::kIsNan, 1}},       {"isinf", {MathFn::kIsInf, 1}},
-      {"isfinite", {MathFn::kIsFinite, 1}},
-  };
-  return ops;
-}
-
 // libm names for call_extern / call_pure_extern: "expf" computes in float, "exp" in double.
 const std::map<std::string, MathSpec>& libm_names() {
   static const std::map<std::string, MathSpec> names = [] {
     const std::pair<const char*, MathSpec> base[] = {
-        {"exp", {MathFn::kExp, 1}},     {"exp2", {MathFn::kExp2, 1}},
-        {"exp10", {MathFn::kExp10, 1}}, {"expm1", {MathFn::kExpm1, 1}},
-        {"log", {MathFn::kLog, 1}},     {"log2", {MathFn::kLog2, 1}},
-        {"log10", {MathFn::kLog10, 1}}, {"log1p", {MathFn::kLog1p, 1}},
-        {"sqrt", {MathFn::kSqrt, 1}},   {"rsqrt", {MathFn::kRsqrt, 1}},
-        {"cbrt", {MathFn::kCbrt, 1}},   {"sin", {MathFn::kSin, 1}},
-        {"cos", {MathFn::kCos, 1}},     {"tan", {MathFn::kTan, 1}},
-        {"asin", {MathFn::kAsin, 1}},   {"acos", {MathFn::kAcos, 1}},
-        {"atan", {MathFn::kAtan, 1}},   {"sinh", {MathFn::kSinh, 1}},
-        {"cosh", {MathFn::kCosh, 1}},   {"tanh", {MathFn::kTanh, 1}},
-        {"erf", {MathFn::kErf, 1}},     {"erfc", {MathFn::kErfc, 1}},
-        {"fabs", {MathFn::kFabs, 1}},   {"floor", {MathFn::kFloor, 1}},
-        {"ceil", {MathFn::kCeil, 1}},   {"round", {MathFn::kRound, 1}},
-        {"trunc", {MathFn::kTrunc, 1}}, {"pow", {MathFn::kPow, 2}},
-        {"fmod", {MathFn::kFmod, 2}},   {"atan2", {MathFn::kAtan2, 2}},
-        {"fmin", {MathFn::kFmin, 2}},   {"fmax", {MathFn::kFmax, 2}},
-        {"hypot", {MathFn::kHypot, 2}}, {"copysign", {MathFn::kCopysign, 2}},
+        {"exp", {MathFn::kExp, 1}},           {"exp2", {MathFn::kExp2, 1}},
+        {"exp10", {MathFn::kExp10, 1}},       {"expm1", {MathFn::kExpm1, 1}},
+        {"log", {MathFn::kLog, 1}},           {"log2", {MathFn::kLog2, 1}},
+        {"log10", {MathFn::kLog10, 1}},       {"log1p", {MathFn::kLog1p, 1}},
+        {"sqrt", {MathFn::kSqrt, 1}},         {"rsqrt", {MathFn::kRsqrt, 1}},
+        {"cbrt", {MathFn::kCbrt, 1}},         {"sin", {MathFn::kSin, 1}},
+        {"cos", {MathFn::kCos, 1}},           {"tan", {MathFn::kTan, 1}},
+        {"asin", {MathFn::kAsin, 1}},         {"acos", {MathFn::kAcos, 1}},
+        {"atan", {MathFn::kAtan, 1}},         {"sinh", {MathFn::kSinh, 1}},
+        {"cosh", {MathFn::kCosh, 1}},         {"tanh", {MathFn::kTanh, 1}},
+        {"erf", {MathFn::kErf, 1}},           {"erfc", {MathFn::kErfc, 1}},
+        {"fabs", {MathFn::kFabs, 1}},         {"floor", {MathFn::kFloor, 1}},
+        {"ceil", {MathFn::kCeil, 1}},         {"round", {MathFn::kRound, 1}},
+        {"rint", {MathFn::kRound, 1}},        {"trunc", {MathFn::kTrunc, 1}},
+        {"pow", {MathFn::kPow, 2}},           {"fmod", {MathFn::kFmod, 2}},
+        {"atan2", {MathFn::kAtan2, 2}},       {"fmin", {MathFn::kFmin, 2}},
+        {"fmax", {MathFn::kFmax, 2}},         {"hypot", {MathFn::kHypot, 2}},
+        {"copysign", {MathFn::kCopysign, 2}},
     };
     std::map<std::string, MathSpec> out;
     for (const auto& [name, spec] : base) {
@@ -110,6 +91,30 @@ const std::map<std::string, MathSpec>& libm_names() {
     return out;
   }();
   return names;
+}
+
+// The math builtins of the op table (T.exp, ...): through the C library function the table
+// names, or registered here when there is none. Every math op must be covered.
+const OpMap<MathSpec>& math_ops() {
+  static const OpMap<MathSpec> ops = [] {
+    OpMap<MathSpec> m("the interpreter's math lowering");
+    m.set("rsqrt", {MathFn::kRsqrt, 1})
+        .set("sigmoid", {MathFn::kSigmoid, 1})
+        .set("isnan", {MathFn::kIsNan, 1})
+        .set("isinf", {MathFn::kIsInf, 1})
+        .set("isfinite", {MathFn::kIsFinite, 1});
+    for (const Op& op : Op::all()) {
+      if (!op->is_math() || op->libm.empty()) continue;
+      auto it = libm_names().find(op->libm);
+      PRIMJIT_ICHECK(it != libm_names().end() && it->second.arity == op->num_args)
+          << "the interpreter has no C library function '" << op->libm << "' for T." << op->name;
+      m.set(op->name, it->second);
+    }
+    std::vector<std::string> missing = m.missing([](const OpNode& op) { return op.is_math(); });
+    PRIMJIT_ICHECK(missing.empty()) << m.what() << " lacks T." << missing.front();
+    return m;
+  }();
+  return ops;
 }
 
 template <typename T>
@@ -450,10 +455,10 @@ CExprPtr Compiler::call(const Call* op) {
     return make_function_call_node(t, op->callee->name, std::move(args));
   }
   const std::string& name = op->op->name;
-  if (auto it = math_ops().find(name); it != math_ops().end()) {
+  if (const MathSpec* spec = math_ops().find(op->op)) {
     compile_args(0);
     bool single = single_precision(op->args[0].dtype());
-    return std::make_unique<MathNode>(t, it->second.fn, single, std::move(args));
+    return std::make_unique<MathNode>(t, spec->fn, single, std::move(args));
   }
   if (name == "if_then_else") {
     return std::make_unique<IfThenElseNode>(t, expr(op->args[0]), expr(op->args[1]),

@@ -60,6 +60,41 @@ int dltensor_offset(int field) {
 
 bool is_value_field(int field) { return field >= kPJValueTypeIndex; }
 
+// How host code computes a math builtin: an LLVM intrinsic, or code of its own. Math ops not
+// registered here call the C library function the op table names.
+enum class HostMath { kIntrinsic, kRsqrt, kSigmoid, kIsNan, kIsInf, kIsFinite, kFrem };
+struct HostMathLowering {
+  HostMath how = HostMath::kIntrinsic;
+  llvm::Intrinsic::ID intrinsic = llvm::Intrinsic::not_intrinsic;
+};
+
+const OpMap<HostMathLowering>& host_math() {
+  static const OpMap<HostMathLowering> lowering = [] {
+    OpMap<HostMathLowering> m("host code generation's math lowering");
+    const std::pair<const char*, llvm::Intrinsic::ID> intrinsics[] = {
+        {"exp", llvm::Intrinsic::exp},     {"exp2", llvm::Intrinsic::exp2},
+        {"log", llvm::Intrinsic::log},     {"log2", llvm::Intrinsic::log2},
+        {"log10", llvm::Intrinsic::log10}, {"sqrt", llvm::Intrinsic::sqrt},
+        {"sin", llvm::Intrinsic::sin},     {"cos", llvm::Intrinsic::cos},
+        {"fabs", llvm::Intrinsic::fabs},   {"floor", llvm::Intrinsic::floor},
+        {"ceil", llvm::Intrinsic::ceil},   {"round", llvm::Intrinsic::roundeven},
+        {"trunc", llvm::Intrinsic::trunc}, {"pow", llvm::Intrinsic::pow},
+    };
+    for (const auto& [name, id] : intrinsics) m.set(name, {HostMath::kIntrinsic, id});
+    m.set("rsqrt", {HostMath::kRsqrt})
+        .set("sigmoid", {HostMath::kSigmoid})
+        .set("isnan", {HostMath::kIsNan})
+        .set("isinf", {HostMath::kIsInf})
+        .set("isfinite", {HostMath::kIsFinite})
+        .set("fmod", {HostMath::kFrem});
+    std::vector<std::string> missing =
+        m.missing([](const OpNode& op) { return op.is_math() && op.libm.empty(); });
+    PRIMJIT_ICHECK(missing.empty()) << m.what() << " lacks T." << missing.front();
+    return m;
+  }();
+  return lowering;
+}
+
 // State shared by the functions of one module.
 struct ModuleState {
   llvm::LLVMContext& ctx;
@@ -559,50 +594,51 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
     return b_.CreateCall(f, args);
   }
 
-  // Math builtins: LLVM intrinsics where they exist, libm otherwise (scalars only).
+  // Math builtins: LLVM intrinsics where they exist, the C library otherwise (scalars only).
   Value* math_call(const Call* op) {
-    static const std::map<std::string, llvm::Intrinsic::ID> kIntrinsics = {
-        {"exp", llvm::Intrinsic::exp},     {"exp2", llvm::Intrinsic::exp2},
-        {"log", llvm::Intrinsic::log},     {"log2", llvm::Intrinsic::log2},
-        {"log10", llvm::Intrinsic::log10}, {"sqrt", llvm::Intrinsic::sqrt},
-        {"sin", llvm::Intrinsic::sin},     {"cos", llvm::Intrinsic::cos},
-        {"fabs", llvm::Intrinsic::fabs},   {"floor", llvm::Intrinsic::floor},
-        {"ceil", llvm::Intrinsic::ceil},   {"round", llvm::Intrinsic::roundeven},
-        {"trunc", llvm::Intrinsic::trunc}, {"pow", llvm::Intrinsic::pow},
-    };
-    const std::string& name = op->op->name;
+    if (!op->op->is_math()) return nullptr;
     std::vector<Value*> args;
     for (const Expr& a : op->args) args.push_back(visit_expr(a));
-    if (auto it = kIntrinsics.find(name); it != kIntrinsics.end()) {
-      return intrinsic(it->second, args);
-    }
-    DataType t = op->dtype;
-    if (name == "rsqrt") {
-      Value* one = llvm::ConstantFP::get(args[0]->getType(), 1.0);
-      return b_.CreateFDiv(one, intrinsic(llvm::Intrinsic::sqrt, args));
-    }
-    if (name == "sigmoid") {
-      Value* one = llvm::ConstantFP::get(args[0]->getType(), 1.0);
-      Value* e = intrinsic(llvm::Intrinsic::exp, {b_.CreateFNeg(args[0])});
-      return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
-    }
-    if (name == "isnan") return b_.CreateFCmpUNO(args[0], args[0]);
-    if (name == "isinf" || name == "isfinite") {
-      Value* abs = intrinsic(llvm::Intrinsic::fabs, args);
-      Value* inf = llvm::ConstantFP::getInfinity(args[0]->getType());
-      return name == "isinf" ? b_.CreateFCmpOEQ(abs, inf) : b_.CreateFCmpOLT(abs, inf);
-    }
-    if (name == "fmod") return b_.CreateFRem(args[0], args[1]);
-    static const char* const kLibm[] = {"tan", "tanh", "erf", "log1p", "exp10"};
-    for (const char* f : kLibm) {
-      if (name != f) continue;
-      PRIMJIT_USER_CHECK(t.is_scalar() && t.is_float() && t.bits() >= 32)
-          << "host code generation: T." << name << " on " << t << " is not supported";
-      std::string symbol = std::string(f) + (t.bits() == 32 ? "f" : "");
-      llvm::FunctionCallee callee = m_.mod.getOrInsertFunction(symbol, type_of(t), type_of(t));
-      return b_.CreateCall(callee, args);
+    const HostMathLowering* lowering = host_math().find(op->op);
+    if (lowering == nullptr) return libm_call(op, args);
+    llvm::Type* type = args[0]->getType();
+    switch (lowering->how) {
+      case HostMath::kIntrinsic:
+        return intrinsic(lowering->intrinsic, args);
+      case HostMath::kRsqrt:
+        return b_.CreateFDiv(llvm::ConstantFP::get(type, 1.0),
+                             intrinsic(llvm::Intrinsic::sqrt, args));
+      case HostMath::kSigmoid: {
+        Value* one = llvm::ConstantFP::get(type, 1.0);
+        Value* e = intrinsic(llvm::Intrinsic::exp, {b_.CreateFNeg(args[0])});
+        return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
+      }
+      case HostMath::kIsNan:
+        return b_.CreateFCmpUNO(args[0], args[0]);
+      case HostMath::kIsInf:
+      case HostMath::kIsFinite: {
+        Value* abs = intrinsic(llvm::Intrinsic::fabs, args);
+        Value* inf = llvm::ConstantFP::getInfinity(type);
+        return lowering->how == HostMath::kIsInf ? b_.CreateFCmpOEQ(abs, inf)
+                                                 : b_.CreateFCmpOLT(abs, inf);
+      }
+      case HostMath::kFrem:
+        return b_.CreateFRem(args[0], args[1]);
     }
     return nullptr;
+  }
+
+  // The op table's C library function: "tanhf" for float32, "tanh" for float64.
+  Value* libm_call(const Call* op, const std::vector<Value*>& args) {
+    DataType t = op->dtype;
+    const std::string& name = op->op->name;
+    PRIMJIT_USER_CHECK(t.is_scalar() && t.is_float() && t.bits() >= 32)
+        << "host code generation: T." << name << " on " << t << " is not supported";
+    std::string symbol = op->op->libm + (t.bits() == 32 ? "f" : "");
+    std::vector<llvm::Type*> params(args.size(), type_of(t));
+    llvm::FunctionCallee callee =
+        m_.mod.getOrInsertFunction(symbol, llvm::FunctionType::get(type_of(t), params, false));
+    return b_.CreateCall(callee, args);
   }
 
   Value* if_then_else(const Call* op) {

@@ -23,6 +23,7 @@
 
 #include "primjit/ir/dtype.h"
 #include "primjit/ir/object.h"
+#include "primjit/ir/op.h"
 
 namespace primjit {
 
@@ -77,19 +78,6 @@ class Buffer : public Ref<BufferNode> {
   /// Convenience: a new buffer with its own data pointer in `storage_scope`.
   static Buffer make(std::string name, DataType dtype, std::vector<Expr> shape,
                      std::string storage_scope = "global");
-};
-
-class OpNode;
-/// A builtin operation called by Call (math functions, intrinsics, runtime calls).
-class Op : public Ref<OpNode> {
- public:
-  Op() = default;
-  explicit Op(const OpNode* node) : Ref<OpNode>(node) {}
-  /// The registered builtin named `name` ("exp", "tvm_storage_sync", "call_extern", ...).
-  /// Throws primjit::Error for an unknown name.
-  static Op get(const std::string& name);
-  /// Like get(), but returns an undefined Op for an unknown name.
-  static Op find(const std::string& name);
 };
 
 class GlobalVarNode;
@@ -312,25 +300,6 @@ class Broadcast : public ExprNode {
       : ExprNode(kKind, dtype), value(std::move(value)), lanes(lanes) {}
 };
 
-/// What a builtin may do besides computing its result.
-enum class CallEffect : uint8_t {
-  kPure,        // no side effects, result depends on the arguments only
-  kReadState,   // reads memory or state (result may change between calls)
-  kSideEffect,  // writes memory, synchronizes, or calls out
-};
-
-class OpNode : public Object {
- public:
-  static constexpr NodeKind kKind = NodeKind::kOp;
-  const std::string name;
-  /// Number of arguments, or -1 when variadic.
-  const int num_args;
-  const CallEffect effect;
-
-  OpNode(std::string name, int num_args, CallEffect effect)
-      : Object(kKind), name(std::move(name)), num_args(num_args), effect(effect) {}
-};
-
 class GlobalVarNode : public Object {
  public:
   static constexpr NodeKind kKind = NodeKind::kGlobalVar;
@@ -353,7 +322,9 @@ class Call : public ExprNode {
 
   /// True for a builtin call to `name`.
   bool is_op(const char* name) const;
+  /// The op's effect; a call to another function may do anything (kOpaque).
   CallEffect effect() const;
+  bool has_side_effects() const { return primjit::has_side_effects(effect()); }
 
   Call(DataType dtype, Op op, GlobalVar callee, std::vector<Expr> args)
       : ExprNode(kKind, dtype),
@@ -361,9 +332,6 @@ class Call : public ExprNode {
         callee(std::move(callee)),
         args(std::move(args)) {}
 };
-
-/// Names of every registered builtin op, sorted.
-std::vector<std::string> registered_op_names();
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers used everywhere

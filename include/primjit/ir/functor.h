@@ -117,6 +117,13 @@ class StmtExprMutator {
 void post_order_visit(const Stmt& stmt, const std::function<void(const Ref<Object>&)>& f);
 void post_order_visit(const Expr& expr, const std::function<void(const Ref<Object>&)>& f);
 
+/// The strongest effect (CallEffect order) of the calls in `expr` or `stmt`: kPure when there
+/// is none. Loads and stores are not calls; a call to another function counts as kOpaque.
+CallEffect call_effect_of(const Expr& expr);
+CallEffect call_effect_of(const Stmt& stmt);
+/// True when a call in `expr` may write memory or do anything else observable.
+inline bool has_side_effects(const Expr& expr) { return has_side_effects(call_effect_of(expr)); }
+
 /// Replaces variables by expressions (also inside buffer shapes, strides and offsets).
 using VarMap = std::unordered_map<const VarNode*, Expr>;
 Expr substitute(const Expr& expr, const VarMap& map);
