@@ -8,8 +8,9 @@
 //           Bind of the same scope read that Bind's variable instead (no new Bind). Equal means
 //           the same operations on the same operands, a Bind variable standing for its value.
 //           Never shared: calls that are not pure (Call::effect()); a load across a possible
-//           write to its buffer (a store through any buffer on the same data variable, a call
-//           with side effects, a loop or launch whose body holds one); Let expressions and
+//           write to its memory (a store through any pointer that may alias its buffer's
+//           (AliasAnalysis: views sharing a data pointer, a Bind of `X.data`, `T.address_of`),
+//           a call with side effects, a loop or launch whose body holds one); Let expressions and
 //           what is under `T.address_of`; Ramp, Broadcast and `T.likely` nodes and casts of a
 //           variable or constant (their operands are). Nothing moves out of an If branch or an
 //           `if_then_else` arm unless the scope computed it first; nothing is shared across a
@@ -25,7 +26,7 @@
 // How. A first walk gives every non-leaf expression position an occurrence record, numbered in
 // pre-order (a subtree is a contiguous range), with a value number: equal numbers mean equal
 // values at those positions. A load's number includes a memory version, renewed at every
-// possible write to its data variable and, on entry to a loop or launch, for what its body
+// possible write to its memory region and, on entry to a loop or launch, for what its body
 // writes. Then each scope, outermost first, takes the live occurrences below it (not behind a
 // launch), largest values first: a value with two or more uses, one of them unconditional in
 // the scope, is bound. Its uses are marked replaced, which kills their subexpressions (so the
@@ -42,6 +43,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "passes/alias_analysis.h"
 #include "passes/pass_list.h"
 #include "primjit/error.h"
 #include "primjit/ir/functor.h"
@@ -236,6 +238,8 @@ class Numbering {
   std::vector<Scope> scopes;
   std::vector<Binding> bindings;
 
+  explicit Numbering(const PrimFunc& func) : alias_(func->body) {}
+
   void run(const PrimFunc& func) {
     open_scope(ScopeKind::kFunction);
     for (const Var& p : func->params) define_var(p.get());
@@ -297,10 +301,19 @@ class Numbering {
   }
 
   // --- memory versions -----------------------------------------------------------------------
-  void write(const VarNode* data) { last_write_[data] = ++clock_; }
-  void write_everything() { global_write_ = ++clock_; }
+  // Versions are kept per memory region; a pointer that may point anywhere writes (and its
+  // loads see) every region.
+  void write(const VarNode* data) {
+    const VarNode* region = alias_.region(data);
+    if (region == nullptr) return write_everything();
+    last_write_[region] = ++clock_;
+    any_write_ = clock_;
+  }
+  void write_everything() { any_write_ = global_write_ = ++clock_; }
   uint64_t version_of(const VarNode* data) const {
-    auto it = last_write_.find(data);
+    const VarNode* region = alias_.region(data);
+    if (region == nullptr) return any_write_;
+    auto it = last_write_.find(region);
     return std::max(it == last_write_.end() ? 0 : it->second, global_write_);
   }
   // Before a loop body or condition: what any iteration writes may already have been written.
@@ -609,8 +622,10 @@ class Numbering {
   NodeMap<VarInfo> vars_;
   std::unordered_map<const BufferNode*, int> buffer_depth_;
   std::unordered_map<std::string, size_t> strings_;
-  std::unordered_map<const VarNode*, uint64_t> last_write_;
-  uint64_t global_write_ = 0;
+  AliasAnalysis alias_;
+  std::unordered_map<const VarNode*, uint64_t> last_write_;  // by region
+  uint64_t global_write_ = 0;                                // the last write to everything
+  uint64_t any_write_ = 0;                                   // the last write to anything
   uint64_t clock_ = 0;
 };
 
@@ -955,7 +970,7 @@ class Rewriter : public StmtExprMutator {
 };
 
 PrimFunc eliminate(const PrimFunc& func) {
-  Numbering numbering;
+  Numbering numbering(func);
   numbering.run(func);
   if (!Planner(numbering).run()) return func;
   return func.with_body(Rewriter(numbering).run(func->body));

@@ -6,12 +6,15 @@
 //           the condition of an enclosing branch (negated in `else`) and asserts that came
 //           before. A branch whose condition is proven is replaced by the branch taken; a loop
 //           proven empty, a `while` proven false and an assert proven true are removed.
-//           Buffer shapes are left as they are.
+//           Buffer shapes are left as they are. A fact that reads memory (a condition, a Bind
+//           value, a loop bound) is forgotten at every store or call that may write that
+//           memory (AliasAnalysis), and on entry to a loop for what its body writes.
 // Example:
 //   for i in range(4):                          for i in range(4):
 //       for j in range(16):           =>            for j in range(16):
 //           if i * 16 + j < 64:                         A[i * 16 + j] = T.float32(0)
 //               A[(i * 16 + j) // 16 * 16 + j] = T.float32(0)
+#include "passes/alias_analysis.h"
 #include "passes/pass_list.h"
 #include "primjit/arith.h"
 #include "primjit/ir/functor.h"
@@ -36,9 +39,22 @@ bool is_produced_no_op(const Stmt& s) {
 
 class StmtSimplifier : public StmtExprMutator {
  public:
+  explicit StmtSimplifier(const Stmt& body) : alias_(body) {}
+
   // Each expression in statement position is simplified as a whole by the analyzer, which
-  // handles nested expressions (and Let scopes) itself.
-  Expr mutate_expr(const Expr& expr) override { return analyzer_.simplify(expr); }
+  // handles nested expressions (and Let scopes) itself. A call in it that may write memory
+  // makes every fact about memory stale once it has run.
+  Expr mutate_expr(const Expr& expr) override {
+    Expr result = analyzer_.simplify(expr);
+    if (has_side_effects(result)) forget_written(nullptr);
+    return result;
+  }
+
+  Stmt mutate(const BufferStore* op) override {
+    Stmt result = StmtExprMutator::mutate(op);
+    forget_written(op->buffer->data.get());
+    return result;
+  }
 
   // Buffer fields are kept: rewriting them would change buffer identities for no gain.
   Buffer mutate_buffer_def(const Buffer& buffer) override { return buffer; }
@@ -55,6 +71,7 @@ class StmtSimplifier : public StmtExprMutator {
     Expr min = mutate_expr(op->min);
     Expr extent = mutate_expr(op->extent);
     if (analyzer_.can_prove(LE::make(extent, IntImm::make(extent.dtype(), 0)))) return no_op();
+    forget_written_in(op->body);  // by earlier iterations
     Stmt body = analyzer_.with_scope([&] {
       analyzer_.bind(op->loop_var, min, extent);
       return mutate_stmt(op->body);
@@ -106,6 +123,7 @@ class StmtSimplifier : public StmtExprMutator {
   }
 
   Stmt mutate(const While* op) override {
+    forget_written_in(op->body);  // by earlier iterations, before the condition is evaluated
     Expr cond = mutate_expr(op->condition);
     if (is_const_false(cond)) return no_op();
     Stmt body = analyzer_.with_scope([&] { return mutate_stmt(op->body); });
@@ -128,6 +146,29 @@ class StmtSimplifier : public StmtExprMutator {
   }
 
  private:
+  // Forgets the facts that read memory a store through `data` may change (null: any memory).
+  void forget_written(const VarNode* data) {
+    analyzer_.forget([&](const Expr& fact) { return alias_.reads(fact, data); });
+  }
+  // Forgets what the stores and calls of `s` may change.
+  void forget_written_in(const Stmt& s) {
+    std::vector<const VarNode*> written;
+    bool anything = false;
+    post_order_visit(s, [&](const Ref<Object>& node) {
+      if (const auto* store = node.as<BufferStore>()) written.push_back(store->buffer->data.get());
+      if (const auto* call = node.as<Call>()) anything = anything || call->has_side_effects();
+    });
+    if (!anything && written.empty()) return;
+    analyzer_.forget([&](const Expr& fact) {
+      if (anything) return alias_.reads(fact, nullptr);
+      for (const VarNode* data : written) {
+        if (alias_.reads(fact, data)) return true;
+      }
+      return false;
+    });
+  }
+
+  AliasAnalysis alias_;
   arith::Analyzer analyzer_;
 };
 
@@ -136,7 +177,7 @@ class StmtSimplifier : public StmtExprMutator {
 Pass make_simplify_pass() {
   return body_pass("Simplify",
                    "simplify expressions under loop/thread bounds; fold proven branches",
-                   [](const Stmt& body) { return StmtSimplifier().mutate_stmt(body); });
+                   [](const Stmt& body) { return StmtSimplifier(body).mutate_stmt(body); });
 }
 
 }  // namespace primjit::passes

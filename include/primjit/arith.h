@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <utility>
@@ -101,6 +102,14 @@ class Analyzer {
    private:
     Analyzer& analyzer_;
   };
+
+  /// Drops every fact that `stale` says no longer holds (it is called with each assumed
+  /// condition, Bind value and loop bound that mentions memory), in every open scope. For
+  /// facts about memory after a store that may change it: `if A[0] == n: A[0] = 1` must not
+  /// keep `A[0] == n`. A dropped fact stays dropped when its scope ends (the store may have
+  /// happened); what was derived from it for variables' ranges stays, since a variable keeps
+  /// the value it had.
+  void forget(const std::function<bool(const Expr&)>& stale);
 
   /// Runs `body` inside a new scope and returns what it returns.
   template <typename F>

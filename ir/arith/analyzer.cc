@@ -242,6 +242,40 @@ void AnalyzerImpl::pop_scope() {
   known_true_.resize(frame.known_size);
 }
 
+namespace {
+// True when `e` reads memory or runtime state (a load, or a call that is not pure).
+bool mentions_memory(const Expr& e) {
+  bool found = false;
+  post_order_visit(e, [&](const Ref<Object>& node) {
+    if (node.as<BufferLoad>() != nullptr) found = true;
+    if (const auto* call = node.as<Call>(); call != nullptr && call->effect() != CallEffect::kPure)
+      found = true;
+  });
+  return found;
+}
+}  // namespace
+
+void AnalyzerImpl::forget(const std::function<bool(const Expr&)>& stale) {
+  if (!memory_facts_) return;
+  auto is_stale = [&](const Expr& e) { return e.defined() && mentions_memory(e) && stale(e); };
+  // Entries are neutralized where they are, not removed: the scopes' frames count them, and a
+  // scope's end must not bring a forgotten fact back.
+  for (Expr& cond : known_true_) {
+    if (is_stale(cond)) cond = make_int(DataType::Bool(), 1);
+  }
+  for (Linear& fact : facts_) {
+    bool drop = false;
+    for (const auto& [atom, coeff] : fact.terms) drop = drop || is_stale(atom);
+    if (drop) fact = Linear{};  // 0 >= 0
+  }
+  auto scrub = [&](VarInfo& info) {
+    if (is_stale(info.value)) info.value = Expr();
+    if (is_stale(info.min) || is_stale(info.extent)) info.min = info.extent = Expr();
+  };
+  for (auto& [key, info] : vars_) scrub(info);
+  for (Undo& u : undo_) scrub(u.old);
+}
+
 void AnalyzerImpl::set_info(const VarNode* key, VarInfo info) {
   auto it = vars_.find(key);
   if (it == vars_.end()) {
@@ -259,6 +293,7 @@ const AnalyzerImpl::VarInfo* AnalyzerImpl::info(const VarNode* var) const {
 }
 
 void AnalyzerImpl::bind_range(const Var& var, const Expr& min, const Expr& extent) {
+  memory_facts_ = memory_facts_ || mentions_memory(min) || mentions_memory(extent);
   VarInfo info{var, dtype_range(var.dtype()), Expr(), Expr(), Expr()};
   Interval lo = bound(min);
   Interval ext = bound(extent);
@@ -274,6 +309,7 @@ void AnalyzerImpl::bind_range(const Var& var, const Expr& min, const Expr& exten
 }
 
 void AnalyzerImpl::bind_value(const Var& var, const Expr& value) {
+  memory_facts_ = memory_facts_ || mentions_memory(value);
   VarInfo info{var, dtype_range(var.dtype()), Expr(), Expr(), value};
   if (var.dtype().is_int_or_bool()) info.bound = interval_intersect(info.bound, bound(value));
   set_info(var.get(), std::move(info));
@@ -304,6 +340,7 @@ void AnalyzerImpl::add_fact(const Linear& l) {
 void AnalyzerImpl::assume(const Expr& cond) {
   if (!cond.defined() || !cond.dtype().is_bool() || !cond.dtype().is_scalar()) return;
   if (cond.as<IntImm>()) return;
+  memory_facts_ = memory_facts_ || mentions_memory(cond);
   known_true_.push_back(cond);
   switch (cond.kind()) {
     case NodeKind::kAnd: {
@@ -1062,6 +1099,8 @@ void Analyzer::bind(const Var& var, const Expr& value) {
       << value.dtype();
   impl_->bind_value(var, impl_->simplify(value));
 }
+
+void Analyzer::forget(const std::function<bool(const Expr&)>& stale) { impl_->forget(stale); }
 
 void Analyzer::assume(const Expr& condition) {
   PRIMJIT_USER_CHECK(condition.defined() && condition.dtype().is_bool())

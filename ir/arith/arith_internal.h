@@ -95,6 +95,9 @@ class AnalyzerImpl {
   void bind_value(const Var& var, const Expr& value);
   /// Records `condition` (already simplified) as known to hold.
   void assume(const Expr& condition);
+  /// Neutralizes, in place, every fact mentioning memory for which `stale` holds
+  /// (Analyzer::forget).
+  void forget(const std::function<bool(const Expr&)>& stale);
   const VarInfo* info(const VarNode* var) const;
   const std::vector<Expr>& known_true() const { return known_true_; }
 
@@ -161,13 +164,14 @@ class AnalyzerImpl {
     size_t facts_size;
     size_t known_size;
   };
-  std::unordered_map<const VarNode*, VarInfo> vars_;  // looked up only, never iterated
+  std::unordered_map<const VarNode*, VarInfo> vars_;  // iterated only by forget(): no order leaks
   std::vector<Undo> undo_;
   std::vector<Frame> frames_;
   std::vector<Linear> facts_;     // exact forms known to be >= 0
   std::vector<Expr> known_true_;  // conditions known to hold, as simplified
   std::unordered_map<const Object*, std::pair<Ref<Object>, int64_t>> ordinals_;
   int64_t next_ordinal_ = 0;
+  bool memory_facts_ = false;  // some fact read memory: forget() has work to do
 };
 
 }  // namespace primjit::arith::detail

@@ -208,22 +208,30 @@ std::optional<int64_t> eval_int(const Expr& e, const std::map<const VarNode*, in
   return std::nullopt;
 }
 
+// What buffers and the scalar parameters that are no dimension hold: random values, or all
+// zeros / all ones, which make tests of memory against parameters (`if A[0] == n`) go the
+// other way than random values do.
+enum class Pattern { kRandom, kZeros, kOnes };
+
 // Builds the inputs of `func`; returns why it cannot, or "".
 std::string make_inputs(const PrimFunc& func, const DifferentialOptions& options,
-                        int64_t default_dim, uint64_t seed, Inputs* out) {
+                        int64_t default_dim, uint64_t seed, Pattern pattern, Inputs* out) {
   std::map<const VarNode*, int64_t> vars;
   auto value_of = [&](const VarNode* v) {
     auto it = options.dims.find(v->name);
     return it != options.dims.end() ? it->second : default_dim;
   };
-  for (const Var& p : func->params) {
-    if (!func->buffer_of(p).defined() && p.dtype().is_int_or_bool() && !p.dtype().is_bool()) {
-      vars[p.get()] = value_of(p.get());
-    }
-  }
   for (const auto& [param, b] : func->buffer_map) {
     for (const Expr& e : b->shape) {
       if (const auto* v = e.as<VarNode>(); v && !vars.count(v)) vars[v] = value_of(v);
+    }
+  }
+  const int64_t uniform = pattern == Pattern::kOnes ? 1 : 0;
+  for (const Var& p : func->params) {
+    if (!func->buffer_of(p).defined() && p.dtype().is_int_or_bool() && !p.dtype().is_bool() &&
+        !vars.count(p.get())) {
+      bool named = options.dims.count(p->name) != 0;
+      vars[p.get()] = pattern == Pattern::kRandom || named ? value_of(p.get()) : uniform;
     }
   }
   Target target = func->target();
@@ -248,7 +256,12 @@ std::string make_inputs(const PrimFunc& func, const DifferentialOptions& options
       }
       out->tensor_of_param.push_back(static_cast<int>(out->tensors.size()));
       out->tensors.emplace_back(b->dtype, std::move(shape), device);
-      out->tensors.back().fill_random(seed + 7919 * i);
+      if (pattern == Pattern::kRandom) {
+        out->tensors.back().fill_random(seed + 7919 * i);
+      } else {
+        HostTensor& t = out->tensors.back();
+        for (int64_t k = 0; k < t.size(); ++k) t.set(k, static_cast<double>(uniform));
+      }
       out->scalars.emplace_back();
       continue;
     }
@@ -260,7 +273,7 @@ std::string make_inputs(const PrimFunc& func, const DifferentialOptions& options
     } else if (t.is_integer()) {
       out->scalars.emplace_back(vars.at(p.get()));
     } else if (t.is_floating()) {
-      out->scalars.emplace_back(0.5);
+      out->scalars.emplace_back(pattern == Pattern::kRandom ? 0.5 : static_cast<double>(uniform));
     } else {
       return "parameter '" + p->name +
              "' is a pointer without a buffer, so no input can be made for it";
@@ -380,6 +393,7 @@ DifferentialReport check(IRModule module, const std::vector<Step>& steps,
     size_t outcome;
     Inputs inputs;
     RunResult last;
+    int64_t dim = 0;  // the default dimension the inputs were made with
   };
   std::vector<Entry> entries;
   Interpreter input_interp(module, options.interpreter);
@@ -406,7 +420,7 @@ DifferentialReport check(IRModule module, const std::vector<Step>& steps,
     for (int64_t dim :
          options.default_dims.empty() ? std::vector<int64_t>{1} : options.default_dims) {
       Inputs inputs;
-      std::string cannot = make_inputs(func, options, dim, options.seed, &inputs);
+      std::string cannot = make_inputs(func, options, dim, options.seed, Pattern::kRandom, &inputs);
       if (!cannot.empty()) {
         if (why.empty()) why = cannot;
         break;
@@ -414,7 +428,7 @@ DifferentialReport check(IRModule module, const std::vector<Step>& steps,
       RunResult r = run_once(input_interp, name, inputs);
       ++outcome.runs;
       if (r.status == RunResult::Status::kOk) {
-        found = Entry{0, std::move(inputs), std::move(r)};
+        found = Entry{0, std::move(inputs), std::move(r), dim};
         break;
       }
       if (why.empty()) why = "the input module fails on the generated inputs: " + r.error;
@@ -427,6 +441,16 @@ DifferentialReport check(IRModule module, const std::vector<Step>& steps,
     outcome.runs = 1;
     report.functions.push_back(std::move(outcome));
     found->outcome = report.functions.size() - 1;
+    // The same function on uniform inputs too, where the input module runs on them.
+    for (Pattern pattern : {Pattern::kZeros, Pattern::kOnes}) {
+      if (!options.uniform_inputs) break;
+      Inputs inputs;
+      if (!make_inputs(func, options, found->dim, options.seed, pattern, &inputs).empty()) continue;
+      RunResult r = run_once(input_interp, name, inputs);
+      if (r.status != RunResult::Status::kOk) continue;
+      ++report.functions.back().runs;
+      entries.push_back(Entry{found->outcome, std::move(inputs), std::move(r), found->dim});
+    }
     entries.push_back(std::move(*found));
   }
 

@@ -9,7 +9,8 @@
 // generated from its signature: each buffer parameter gets a tensor filled deterministically
 // (floats uniform in [0, 1), integers in [0, 10), bools 0/1), symbolic dimensions and integer
 // parameters get DifferentialOptions::dims[name] or the first of default_dims with which the
-// input runs (19, else 4, else 128). After every pass that changed
+// input runs (19, else 4, else 128). Then again with every buffer and non-dimension parameter
+// all zeros, and all ones (DifferentialOptions::uniform_inputs). After every pass that changed
 // the module, the function runs again on a fresh copy of the same inputs; every buffer argument
 // and the return value are compared with the previous run: integers and bools exactly, floats
 // within a relative tolerance suited to the dtype (legalizing bfloat16/float8 compute changes
@@ -71,6 +72,10 @@ struct DifferentialOptions {
   std::vector<int64_t> default_dims = {19, 4, 128};
   /// Seed of the generated buffer contents.
   uint64_t seed = 20240611;
+  /// Also run every function on all-zero and on all-one inputs (buffers, and the integer and
+  /// float parameters that are no dimension), where the input module runs on them: branches
+  /// that test memory against parameters then go both ways.
+  bool uniform_inputs = true;
   /// When defined, functions without a "target" attribute get this one before the first pass.
   Target default_target;
   /// Only these functions (empty: every function a user can call).
@@ -88,7 +93,8 @@ struct FunctionOutcome {
   int pass_index = -1;
   /// What changed (buffer, index, values) or why it was skipped.
   std::string detail;
-  /// How many times the function ran (the input, then after each pass that changed the module).
+  /// How many times the function ran (the input, then after each pass that changed the module;
+  /// once per input set: random, zeros, ones).
   int runs = 0;
 };
 

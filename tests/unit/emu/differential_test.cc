@@ -130,6 +130,42 @@ def main(A: T.Buffer((64,), "bfloat16"), B: T.Buffer((64,), "bfloat16"), C: T.Bu
       << report.str();
 }
 
+// A pass that keeps a stale fact about memory (`if A[0] == n: A[0] += 1; if A[0] == n: ...`
+// with the inner test dropped) changes the result only when the branch is taken; random
+// inputs (A[0] in [0, 10), n = 19) never take it, the uniform ones (zeros) do.
+TEST(EmuDifferential, BranchesOnMemoryAreTakenBothWays) {
+  IRModule m = parse_module(R"(
+@T.prim_func
+def main(A: T.Buffer((1,), "int32"), n: T.int32):
+    T.func_attr({"target": T.target("llvm")})
+    if A[0] == n:
+        A[0] = A[0] + 1
+        if A[0] == n:
+            A[0] = 0
+)");
+  IRModule stale = parse_module(R"(
+@T.prim_func
+def main(A: T.Buffer((1,), "int32"), n: T.int32):
+    T.func_attr({"target": T.target("llvm")})
+    if A[0] == n:
+        A[0] = A[0] + 1
+        A[0] = 0
+)");
+  passes::Pass replace{"StaleFact", "drops a test it wrongly believes true",
+                       [stale](const IRModule&, const passes::PassArgs&) { return stale; }};
+  DifferentialOptions random_only;
+  random_only.uniform_inputs = false;
+  EXPECT_TRUE(check_pipeline(m, std::vector<passes::Pass>{replace}, random_only).ok());
+  DifferentialReport report = check_pipeline(m, std::vector<passes::Pass>{replace});
+  ASSERT_NE(report.first_change(), nullptr) << report.str();
+  EXPECT_EQ(report.first_change()->pass, "StaleFact");
+  EXPECT_NE(report.first_change()->detail.find("buffer 'A' (argument #0) element [0]: before 1"),
+            std::string::npos)
+      << report.first_change()->detail;
+  // And the real pipeline keeps the test.
+  EXPECT_TRUE(check_pipeline(m, passes::default_pipeline()).ok());
+}
+
 // A "pass" that turns the first floating-point Add into a Sub.
 passes::Pass flip_add_to_sub() {
   return passes::Pass{"FlipAddToSub", "a deliberately wrong pass",
