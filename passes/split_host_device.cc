@@ -20,7 +20,10 @@
 //             launch), "global_symbol" = the kernel's name, "tirx.noalias" = True; ret type void;
 //           - emu regions (kernels run on the CPU) instead return int32: the body ends with
 //             `return 0` and the host does `err: T.int32 = Module.k(args)` followed by
-//             `assert err == 0, "Error executing compute kernel k"`.
+//             `assert err == 0, "Error executing compute kernel k"`;
+//           - a region for a CPU target (llvm) does the same, as an ordinary private function:
+//             attrs hold only "target" (no calling_conv, global_symbol or noalias), so the call
+//             stays a direct call that no launch lowering or MakePackedAPI touches.
 //           The host function keeps its target (e.g. cuda with host llvm): MakePackedAPI
 //           needs the device type its buffers live on, then replaces it with the host target.
 //           Functions without a region are unchanged.
@@ -104,12 +107,17 @@ class HostDeviceSplitter : public StmtExprMutator {
                    {"calling_conv", AttrValue(static_cast<int>(CallingConv::kKernelLaunch))},
                    {"global_symbol", AttrValue(name)},
                    {"tirx.noalias", AttrValue(true)}};
-    if (target->kind != "emu") {
+    if (!target->is_device()) {
+      // A region for a CPU target is an ordinary private host function, called directly: no
+      // launch, no packed convention, and no noalias (views of one buffer may be passed twice).
+      attrs = {{"target", AttrValue(target)}};
+    } else if (target->kind != "emu") {
       kernels_->emplace_back(name,
                              PrimFunc::make(params, {}, kernel_body, DataType::Void(), attrs));
       return Evaluate::make(Call::make(DataType::Void(), GlobalVar::make(name), args));
     }
-    // A kernel run on the CPU (emu) reports success as 0, which the host checks.
+    // A function run on the CPU (an emu kernel, a CPU region) reports success as 0, which the
+    // host checks.
     Expr zero = make_const(0);
     Stmt ret = Evaluate::make(Call::make(DataType::Int(32), Op::get("ret"), {zero}));
     kernels_->emplace_back(name, PrimFunc::make(params, {}, SeqStmt::make({kernel_body, ret}),
