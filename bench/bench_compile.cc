@@ -130,7 +130,7 @@ PJValue call(const Kernel& k, const std::vector<Tensor>& tensors) {
 
 // The lowered module of the example's first call (what the Jit compiles).
 IRModule lowered(const Example& e, const Target& target) {
-  PrimFunc f = e.make().with_attr("target", AttrValue(target));
+  PrimFunc f = e.make().with_attr(attr::kTarget, AttrValue(target));
   std::string name = f->global_symbol();
   std::unordered_map<const VarNode*, Expr> values;
   for (size_t i = 0; i < f->params.size(); ++i) {

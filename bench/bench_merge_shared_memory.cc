@@ -214,11 +214,11 @@ class LaunchCollector : public StmtExprVisitor {
   int outside = 0;  // shared.dyn allocations outside any launch
 
   void visit(const AttrStmt* op) override {
-    bool outermost = op->key == "thread_extent" && depth_ == 0;
+    bool outermost = op->key == attr::kThreadExtent && depth_ == 0;
     if (outermost) launches.emplace_back();
-    depth_ += op->key == "thread_extent";
+    depth_ += op->key == attr::kThreadExtent;
     StmtExprVisitor::visit(op);
-    depth_ -= op->key == "thread_extent";
+    depth_ -= op->key == attr::kThreadExtent;
   }
   void visit(const AllocBuffer* op) override {
     if (op->buffer->scope() == "shared.dyn") {

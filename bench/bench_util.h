@@ -49,8 +49,8 @@ inline void fail_benchmark(benchmark::State& state, const std::string& message) 
 inline IRModule lower_like_jit(const Kernel& kernel, std::span<const Arg> args, bool specialize) {
   const PrimFunc& original = kernel.function();
   std::string name = original->global_symbol().empty() ? "main" : original->global_symbol();
-  PrimFunc func = original.with_attr("target", AttrValue(kernel.target()));
-  if (original->global_symbol().empty()) func = func.with_attr("global_symbol", name);
+  PrimFunc func = original.with_attr(attr::kTarget, AttrValue(kernel.target()));
+  if (original->global_symbol().empty()) func = func.with_attr(attr::kGlobalSymbol, name);
   PRIMJIT_ICHECK(args.size() == func->params.size())
       << "lower_like_jit: " << args.size() << " arguments for " << func->params.size()
       << " parameters";

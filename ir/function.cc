@@ -66,17 +66,17 @@ const AttrValue* PrimFuncNode::attr(const std::string& key) const {
 }
 
 Target PrimFuncNode::target() const {
-  const AttrValue* value = attr("target");
+  const AttrValue* value = attr(attr::kTarget);
   return value != nullptr && value->is_target() ? value->as_target() : Target();
 }
 
 std::string PrimFuncNode::global_symbol() const {
-  const AttrValue* value = attr("global_symbol");
+  const AttrValue* value = attr(attr::kGlobalSymbol);
   return value != nullptr && value->is_string() ? value->as_string() : "";
 }
 
 CallingConv PrimFuncNode::calling_conv() const {
-  const AttrValue* value = attr("calling_conv");
+  const AttrValue* value = attr(attr::kCallingConv);
   return value != nullptr && value->is_int() ? static_cast<CallingConv>(value->as_int())
                                              : CallingConv::kDefault;
 }

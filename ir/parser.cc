@@ -2191,7 +2191,7 @@ class Lowerer {
       Var var = guard(name_ast->loc, [&] { return Var::make(name_ast->text, extent.dtype()); });
       IterVar iv = guard(thread.loc, [&] { return IterVar::make(var, thread.text); });
       define_var(name_ast->text, name_ast->loc, var);
-      return {Ref<Object>(iv.get()), "thread_extent", extent};
+      return {Ref<Object>(iv.get()), attr::kThreadExtent, extent};
     }
     if (thread.kind != AK::kName) {
       fail(thread.loc, "T.launch_thread needs a thread tag string or a T.env_thread variable");
@@ -2206,7 +2206,7 @@ class Lowerer {
                               "'; write it without assigning a name");
     }
     IterVar iv = guard(thread.loc, [&] { return IterVar::make(e->var, e->tag); });
-    return {Ref<Object>(iv.get()), "thread_extent", extent};
+    return {Ref<Object>(iv.get()), attr::kThreadExtent, extent};
   }
 
   std::tuple<Ref<Object>, std::string, Expr> attr_head(const Ast& call) {
@@ -2624,7 +2624,7 @@ class Lowerer {
       }
     }
     DataType ret = f.ret ? return_type(*f.ret) : DataType::Void();
-    if (!is_private) state.attrs["global_symbol"] = AttrValue(f.name);
+    if (!is_private) state.attrs[attr::kGlobalSymbol] = AttrValue(f.name);
     docstring_line_ = -1;
     if (!f.body.empty() && f.body[0]->kind == SK::kExpr && f.body[0]->value->kind == AK::kString) {
       docstring_line_ = f.body[0]->loc.line;

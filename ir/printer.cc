@@ -163,7 +163,7 @@ class ThreadScan : public StmtExprVisitor {
           info.seen = true;
           info.tag = iv->thread_tag;
         }
-        if (op->key == "thread_extent") {
+        if (op->key == attr::kThreadExtent) {
           ++info.launches;
           if (iv->var.dtype() != op->value.dtype()) info.env = true;
         } else {
@@ -523,7 +523,7 @@ class Printer {
   void attr_stmt(const AttrStmt* op, int indent, bool last, size_t mark) {
     bool top = indent == body_indent_;
     const IterVarNode* iv = op->iter_var();
-    if (iv != nullptr && op->key == "thread_extent") {
+    if (iv != nullptr && op->key == attr::kThreadExtent) {
       const VarNode* var = iv->var.get();
       auto info = threads_.find(var);
       bool env = (info != threads_.end() && info->second.env) || var_names_.count(var) != 0;
@@ -833,7 +833,7 @@ std::string Printer::function(const PrimFunc& func, const std::string& name, int
   threads_ = std::move(scan.threads);
   body_indent_ = indent + kIndentStep;
 
-  const AttrValue* symbol = func->attr("global_symbol");
+  const AttrValue* symbol = func->attr(attr::kGlobalSymbol);
   line(indent, symbol != nullptr ? "@T.prim_func" : "@T.prim_func(private=True)");
 
   // Parameters: inline buffers, handles followed by match_buffer, scalars, pointers.
@@ -860,7 +860,7 @@ std::string Printer::function(const PrimFunc& func, const std::string& name, int
 
   Attrs shown = func->attrs;
   if (symbol != nullptr && symbol->is_string() && symbol->as_string() == name) {
-    shown.erase("global_symbol");
+    shown.erase(attr::kGlobalSymbol);
   }
   if (!shown.empty()) {
     size_t mark = out_.size();

@@ -45,7 +45,7 @@ Stmt AttrStmt::make(Ref<Object> node, std::string key, Expr value, Stmt body) {
   PRIMJIT_USER_CHECK(!key.empty()) << "AttrStmt: key is empty";
   check_stmt(body, "AttrStmt", "body");
   PRIMJIT_USER_CHECK(value.defined()) << "AttrStmt \"" << key << "\": value is undefined";
-  if (key == "thread_extent" || key == "virtual_thread") {
+  if (key == attr::kThreadExtent || key == attr::kVirtualThread) {
     PRIMJIT_USER_CHECK(node.as<IterVarNode>() != nullptr)
         << "AttrStmt \"" << key << "\" needs an IterVar (thread variable) as its node";
     PRIMJIT_USER_CHECK(value.dtype().is_integer() && value.dtype().is_scalar())

@@ -38,9 +38,9 @@ class DeviceRegionAnnotator : public StmtExprMutator {
   Expr mutate_expr(const Expr& expr) override { return expr; }
 
   Stmt mutate(const AttrStmt* op) override {
-    if (op->key == "target") return Stmt(op);
-    if (op->key == "thread_extent" || op->key == "device_scope") {
-      return AttrStmt::make(Ref<Object>(device_.get()), "target", make_const(0), Stmt(op));
+    if (op->key == attr::kTarget) return Stmt(op);
+    if (op->key == attr::kThreadExtent || op->key == attr::kDeviceScope) {
+      return AttrStmt::make(Ref<Object>(device_.get()), attr::kTarget, make_const(0), Stmt(op));
     }
     return StmtExprMutator::mutate(op);
   }

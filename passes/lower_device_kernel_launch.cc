@@ -47,10 +47,8 @@
 namespace primjit::passes {
 namespace {
 
-constexpr const char* kDynSharedTag = "tirx.use_dyn_shared_memory";
-
 struct KernelInfo {
-  std::vector<std::string> launch_params;  // thread tags, then kDynSharedTag if any
+  std::vector<std::string> launch_params;  // thread tags, then attr::kUseDynSharedMemory if any
   std::vector<Expr> launch_args;           // over the function's own params
   bool is_kernel = false;
   Target target;  // without host; undefined when the function has none
@@ -75,7 +73,7 @@ class LaunchParamCollector : public StmtExprVisitor {
 
   void visit(const AttrStmt* op) override {
     const IterVarNode* iv = op->iter_var();
-    if (iv != nullptr && op->key == "thread_extent" && !tags_.count(iv->thread_tag)) {
+    if (iv != nullptr && op->key == attr::kThreadExtent && !tags_.count(iv->thread_tag)) {
       tags_.insert(iv->thread_tag);
       info.launch_params.push_back(iv->thread_tag);
       info.launch_args.push_back(substitute(op->value, binds_));
@@ -102,7 +100,7 @@ class LaunchParamCollector : public StmtExprVisitor {
 
   KernelInfo finish() {
     if (dyn_shmem_.defined()) {
-      info.launch_params.push_back(kDynSharedTag);
+      info.launch_params.push_back(attr::kUseDynSharedMemory);
       info.launch_args.push_back(dyn_shmem_);
     }
     return std::move(info);
@@ -212,7 +210,8 @@ IRModule lower_device_kernel_launch(const IRModule& module) {
     collector.visit_stmt(func->body);
     KernelInfo info = collector.finish();
     bool has_launch = false;
-    for (const std::string& tag : info.launch_params) has_launch |= tag != kDynSharedTag;
+    for (const std::string& tag : info.launch_params)
+      has_launch |= tag != attr::kUseDynSharedMemory;
     Target t = func->target();
     // Only a device function without host is a kernel by its launches: a host function
     // (llvm, or a device target with a host) or one without target is not split yet.
@@ -244,13 +243,13 @@ IRModule lower_device_kernel_launch(const IRModule& module) {
       info.check_launchable(name);
       AttrValue::Array tags;
       for (const std::string& tag : info.launch_params) tags.push_back(AttrValue(tag));
-      updated =
-          without_returns(name, updated)
-              .with_attr("calling_conv", AttrValue(static_cast<int>(CallingConv::kKernelLaunch)))
-              .with_attr("tirx.kernel_launch_params", AttrValue(tags))
-              .with_attr("global_symbol", AttrValue(info.symbol));
+      updated = without_returns(name, updated)
+                    .with_attr(attr::kCallingConv,
+                               AttrValue(static_cast<int>(CallingConv::kKernelLaunch)))
+                    .with_attr(attr::kKernelLaunchParams, AttrValue(tags))
+                    .with_attr(attr::kGlobalSymbol, AttrValue(info.symbol));
     } else if (is_extern && func->global_symbol().empty()) {
-      updated = updated.with_attr("global_symbol", AttrValue(name));
+      updated = updated.with_attr(attr::kGlobalSymbol, AttrValue(name));
     }
     if (!updated.same_as(func)) out = out.with_function(name, updated);
   }

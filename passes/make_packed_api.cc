@@ -192,8 +192,8 @@ class ArgumentDecoder {
     for (const auto& [param, buffer] : func_->buffer_map) body.push_back(DeclBuffer::make(buffer));
     ReturnRewriter returns(result, name_);
     Stmt old_body = returns.mutate_stmt(func_->body);
-    body.push_back(
-        AttrStmt::make(i32(0), "compute_scope", StringImm::make(name_ + "_compute_"), old_body));
+    body.push_back(AttrStmt::make(i32(0), attr::kComputeScope, StringImm::make(name_ + "_compute_"),
+                                  old_body));
     body.push_back(ret_stmt(i32(0)));
     Stmt new_body = SeqStmt::make(body);
 
@@ -211,8 +211,8 @@ class ArgumentDecoder {
            "dimension of some buffer parameter, or be a parameter itself";
 
     Attrs attrs = func_->attrs;
-    attrs["calling_conv"] = AttrValue(static_cast<int>(CallingConv::kPacked));
-    attrs["target"] = AttrValue(host);
+    attrs[attr::kCallingConv] = AttrValue(static_cast<int>(CallingConv::kPacked));
+    attrs[attr::kTarget] = AttrValue(host);
     return PrimFunc::make({self, args, num_args, result}, {}, new_body, DataType::Int(32),
                           std::move(attrs));
   }

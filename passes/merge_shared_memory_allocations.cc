@@ -60,8 +60,8 @@ namespace primjit::passes {
 namespace {
 
 bool is_thread_extent(const Stmt& s) {
-  const auto* attr = s.as<AttrStmt>();
-  return attr != nullptr && attr->key == "thread_extent";
+  const auto* attr_stmt = s.as<AttrStmt>();
+  return attr_stmt != nullptr && attr_stmt->key == attr::kThreadExtent;
 }
 
 Expr broadcast_to(const Expr& e, int lanes) {
@@ -373,7 +373,7 @@ class Merger : public StmtExprMutator {
       : scope_(std::move(scope)), merged_name_(std::move(merged_name)) {}
 
   Stmt mutate(const AttrStmt* op) override {
-    if (op->key != "thread_extent" || in_launch_) return StmtExprMutator::mutate(op);
+    if (op->key != attr::kThreadExtent || in_launch_) return StmtExprMutator::mutate(op);
     in_launch_ = true;
     Stmt body = merge_launch(op->body);
     in_launch_ = false;
@@ -535,14 +535,14 @@ class Merger : public StmtExprMutator {
     for (Placement& p : items) max_align = std::max(max_align, p.align);
     for (const AllocBuffer* alloc : scan.allocs) {
       if (candidates.count(alloc->buffer->data.get()) == 0) continue;
-      auto it = alloc->annotations.find("volatile");
+      auto it = alloc->annotations.find(attr::kVolatile);
       if (it != alloc->annotations.end() && is_true(it->second)) is_volatile = true;
     }
     merged_var_ = Var::make_pointer(merged_name_, DataType::UInt(8), scope_);
     Buffer merged = Buffer::make(merged_var_, DataType::UInt(8), {total}, {}, Expr(), merged_name_,
                                  static_cast<int>(max_align));
     Annotations annotations;
-    if (is_volatile) annotations.emplace("volatile", true);
+    if (is_volatile) annotations.emplace(attr::kVolatile, true);
     std::vector<Stmt> seq = {AllocBuffer::make(merged, annotations)};
     offsets_.clear();
     views_.clear();

@@ -87,7 +87,7 @@ class StmtSimplifier : public StmtExprMutator {
     Expr value = mutate_expr(op->value);
     const IterVarNode* iv = op->iter_var();
     Stmt body = analyzer_.with_scope([&] {
-      if (iv != nullptr && op->key == "thread_extent") {
+      if (iv != nullptr && op->key == attr::kThreadExtent) {
         analyzer_.bind(iv->var, IntImm::make(value.dtype(), 0), value);
       }
       return mutate_stmt(op->body);

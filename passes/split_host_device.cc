@@ -65,7 +65,7 @@ class HostDeviceSplitter : public StmtExprMutator {
 
   Stmt mutate(const AttrStmt* op) override {
     const auto* target = op->node.as<TargetNode>();
-    if (op->key != "target" || target == nullptr) return StmtExprMutator::mutate(op);
+    if (op->key != attr::kTarget || target == nullptr) return StmtExprMutator::mutate(op);
     return split(Target(Ref<TargetNode>(target)), op->body);
   }
 
@@ -103,14 +103,14 @@ class HostDeviceSplitter : public StmtExprMutator {
     Stmt kernel_body = copy_with_fresh_definitions(body, to_param);
 
     std::string name = fresh_name();
-    Attrs attrs = {{"target", AttrValue(target)},
-                   {"calling_conv", AttrValue(static_cast<int>(CallingConv::kKernelLaunch))},
-                   {"global_symbol", AttrValue(name)},
-                   {"tirx.noalias", AttrValue(true)}};
+    Attrs attrs = {{attr::kTarget, AttrValue(target)},
+                   {attr::kCallingConv, AttrValue(static_cast<int>(CallingConv::kKernelLaunch))},
+                   {attr::kGlobalSymbol, AttrValue(name)},
+                   {attr::kNoAlias, AttrValue(true)}};
     if (!target->is_device()) {
       // A region for a CPU target is an ordinary private host function, called directly: no
       // launch, no packed convention, and no noalias (views of one buffer may be passed twice).
-      attrs = {{"target", AttrValue(target)}};
+      attrs = {{attr::kTarget, AttrValue(target)}};
     } else if (target->kind != "emu") {
       kernels_->emplace_back(name,
                              PrimFunc::make(params, {}, kernel_body, DataType::Void(), attrs));

@@ -493,9 +493,11 @@ Target deciding_target(const PrimFunc& func) {
   if (!target.defined() || !target->host.defined()) return target;
   bool device_code = false;
   post_order_visit(func->body, [&](const Ref<Object>& node) {
-    if (const auto* attr = node.as<AttrStmt>()) {
-      device_code = device_code || attr->key == "thread_extent" || attr->key == "device_scope" ||
-                    (attr->key == "target" && attr->node.as<TargetNode>() != nullptr);
+    if (const auto* attr_stmt = node.as<AttrStmt>()) {
+      device_code =
+          device_code || attr_stmt->key == attr::kThreadExtent ||
+          attr_stmt->key == attr::kDeviceScope ||
+          (attr_stmt->key == attr::kTarget && attr_stmt->node.as<TargetNode>() != nullptr);
     }
     if (const auto* loop = node.as<For>()) {
       device_code = device_code || loop->for_kind == ForKind::kThreadBinding;

@@ -133,7 +133,7 @@ pj::IRModule apply_target(pj::IRModule module, const std::string& kind) {
                                        : pj::Target::emu();
   for (const auto& [gvar, func] : module->functions) {
     if (!func->target().defined())
-      module = module.with_function(gvar->name, func.with_attr("target", target));
+      module = module.with_function(gvar->name, func.with_attr(pj::attr::kTarget, target));
   }
   return module;
 }

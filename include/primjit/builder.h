@@ -370,7 +370,7 @@ class FunctionBuilder {
     check_open("attr", loc);
     attrs_[key] = std::move(value);
   }
-  void target(const Target& target, Loc loc = Loc::current()) { attr("target", target, loc); }
+  void target(const Target& target, Loc loc = Loc::current()) { attr(attr::kTarget, target, loc); }
 
   // --- statements ----------------------------------------------------------------------------
 
@@ -413,7 +413,7 @@ class FunctionBuilder {
     Frame frame;
     frame.closes_with_parent = true;
     frame.close = [iv = IterVar::make(v, tag), extent = extent.expr()](Stmt body) {
-      return AttrStmt::make(iv, "thread_extent", extent, std::move(body));
+      return AttrStmt::make(iv, attr::kThreadExtent, extent, std::move(body));
     };
     frames_.push_back(std::move(frame));
     define(v);
@@ -432,7 +432,7 @@ class FunctionBuilder {
           define(v);
           body(v);
         },
-        [&](Stmt s) { return AttrStmt::make(iv, "thread_extent", ext, std::move(s)); });
+        [&](Stmt s) { return AttrStmt::make(iv, attr::kThreadExtent, ext, std::move(s)); });
   }
 
   void if_then(const ExprLike& cond, const Body& then_body, Loc loc = Loc::current()) {
@@ -523,7 +523,7 @@ class FunctionBuilder {
     Stmt body = SeqStmt::make(std::move(frames_.back().stmts));
     finished_ = true;
     Attrs attrs = attrs_;
-    attrs.emplace("global_symbol", name_);
+    attrs.emplace(attr::kGlobalSymbol, name_);
     PrimFunc func = PrimFunc::make(params_, buffer_map_, body, ret_type_, std::move(attrs));
     verify_well_formed(func, name_);
     return func;

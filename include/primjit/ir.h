@@ -1,6 +1,7 @@
 // The loop IR: nodes, functions, modules, traversal utilities, analysis and text format.
 #pragma once
 
+#include "primjit/ir/attr_keys.h"
 #include "primjit/ir/attrs.h"
 #include "primjit/ir/dtype.h"
 #include "primjit/ir/expr.h"

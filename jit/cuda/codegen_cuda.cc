@@ -22,7 +22,6 @@
 namespace primjit::jit {
 namespace {
 
-constexpr const char* kDynSharedTag = "tirx.use_dyn_shared_memory";
 constexpr int64_t kMaxThreadsPerBlock = 1024;
 
 // Helpers the source may need; each is emitted once, and only when used.
@@ -196,7 +195,7 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
         << "default pipeline (SplitHostDevice gives kernels plain pointer parameters)";
     reserve_extern_call_names(f->body);
 
-    const AttrValue* noalias_attr = f->attr("tirx.noalias");
+    const AttrValue* noalias_attr = f->attr(attr::kNoAlias);
     const bool noalias =
         noalias_attr != nullptr && noalias_attr->is_bool() && noalias_attr->as_bool();
     std::vector<std::string> params;
@@ -540,7 +539,7 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
   }
 
   void visit(const AttrStmt* op) {
-    if (op->key == "thread_extent") {
+    if (op->key == attr::kThreadExtent) {
       const IterVarNode* iv = op->iter_var();
       PRIMJIT_USER_CHECK(iv != nullptr) << "CUDA code generation: thread_extent without an "
                                            "IterVar in "
@@ -565,7 +564,7 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
       visit_stmt(op->body);
       return;
     }
-    PRIMJIT_USER_CHECK(op->key != "virtual_thread")
+    PRIMJIT_USER_CHECK(op->key != attr::kVirtualThread)
         << "CUDA code generation: virtual threads in " << where() << " must be lowered first";
     arith::Analyzer::Scope scope(an_);
     visit_stmt(op->body);
@@ -815,12 +814,13 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
     std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
       if (const auto* bind = s.as<Bind>()) {
         binds[bind->var.get()] = substitute(bind->value, binds);
-      } else if (const auto* attr = s.as<AttrStmt>()) {
-        const IterVarNode* iv = attr->iter_var();
-        if (iv != nullptr && attr->key == "thread_extent" && !extents.count(iv->thread_tag)) {
-          extents[iv->thread_tag] = substitute(attr->value, binds);
+      } else if (const auto* attr_stmt = s.as<AttrStmt>()) {
+        const IterVarNode* iv = attr_stmt->iter_var();
+        if (iv != nullptr && attr_stmt->key == attr::kThreadExtent &&
+            !extents.count(iv->thread_tag)) {
+          extents[iv->thread_tag] = substitute(attr_stmt->value, binds);
         }
-        walk(attr->body);
+        walk(attr_stmt->body);
       } else if (const auto* seq = s.as<SeqStmt>()) {
         for (const Stmt& c : seq->seq) walk(c);
       } else if (const auto* loop = s.as<For>()) {
@@ -1467,7 +1467,7 @@ CudaModuleSource codegen_cuda(const IRModule& lowered, const CudaCodegenOptions&
   for (const auto& [symbol, func] : kernels) {
     CudaKernelInfo info;
     info.name = symbol;
-    if (const AttrValue* params = func->attr("tirx.kernel_launch_params");
+    if (const AttrValue* params = func->attr(attr::kKernelLaunchParams);
         params != nullptr && params->is_array()) {
       for (const AttrValue& p : params->as_array()) {
         if (p.is_string()) info.launch_params.push_back(p.as_string());
@@ -1476,11 +1476,11 @@ CudaModuleSource codegen_cuda(const IRModule& lowered, const CudaCodegenOptions&
     FunctionCodegen gen(state, symbol, /*is_kernel=*/true);
     body += "\n" + gen.emit(func, &info);
     bool wants_dyn = std::find(info.launch_params.begin(), info.launch_params.end(),
-                               kDynSharedTag) != info.launch_params.end();
-    bool has_launch_params = func->attr("tirx.kernel_launch_params") != nullptr;
+                               attr::kUseDynSharedMemory) != info.launch_params.end();
+    bool has_launch_params = func->attr(attr::kKernelLaunchParams) != nullptr;
     PRIMJIT_USER_CHECK(!has_launch_params || wants_dyn == (info.dyn_shared_align > 0))
         << "CUDA code generation: kernel '" << symbol << "' "
-        << (wants_dyn ? "lists " : "does not list ") << kDynSharedTag
+        << (wants_dyn ? "lists " : "does not list ") << attr::kUseDynSharedMemory
         << " in tirx.kernel_launch_params but " << (wants_dyn ? "has no" : "has a")
         << " shared.dyn allocation; rerun LowerDeviceKernelLaunch";
     names.push_back(symbol);

@@ -329,7 +329,7 @@ class PackedCallNode : public CExpr {  // call_packed / call_cpacked
     for (size_t k = 0; k < num_launch; ++k) {
       const std::string& tag = f.launch_params[k];
       const int64_t v = values[num_params + k].i;
-      if (tag == "tirx.use_dyn_shared_memory") {
+      if (tag == attr::kUseDynSharedMemory) {
         launch.dyn_shmem_bytes = v;
         continue;
       }

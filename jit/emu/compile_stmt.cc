@@ -286,12 +286,12 @@ class StmtCompiler : public StmtFunctor<StmtCompiler, CStmtPtr> {
   CStmtPtr visit(const AttrStmt* op) {
     const IterVarNode* iv = op->iter_var();
     const bool vthread =
-        op->key == "virtual_thread" ||
+        op->key == attr::kVirtualThread ||
         (iv != nullptr && (iv->thread_tag == "vthread" || iv->thread_tag == "cthread"));
     if (iv != nullptr && vthread) {
       return c_.virtual_thread(Stmt(op), iv->var, op->value, op->body);
     }
-    if (op->key == "thread_extent" && iv != nullptr) {
+    if (op->key == attr::kThreadExtent && iv != nullptr) {
       if (c_.launch_depth == 0) return c_.launch(Stmt(op));
       return c_.thread_binding(Stmt(op), iv->var, iv->thread_tag, Expr(), op->value, op->body);
     }
@@ -434,7 +434,7 @@ std::unique_ptr<CompiledFunction> Compiler::compile() {
   out_->name = name;
   out_->func = func;
   out_->calling_conv = static_cast<int>(func->calling_conv());
-  if (const AttrValue* lp = func->attr("tirx.kernel_launch_params");
+  if (const AttrValue* lp = func->attr(attr::kKernelLaunchParams);
       lp != nullptr && lp->is_array()) {
     for (const AttrValue& v : lp->as_array()) {
       if (v.is_string()) out_->launch_params.push_back(v.as_string());

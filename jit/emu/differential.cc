@@ -384,7 +384,8 @@ DifferentialReport check(IRModule module, const std::vector<Step>& steps,
   if (options.default_target.defined()) {
     for (const auto& [gvar, func] : module->functions) {
       if (!func->target().defined()) {
-        module = module.with_function(gvar->name, func.with_attr("target", options.default_target));
+        module =
+            module.with_function(gvar->name, func.with_attr(attr::kTarget, options.default_target));
       }
     }
   }

@@ -419,7 +419,7 @@ class GridCollector : public StmtExprVisitor {
   void visit(const AttrStmt* op) override {
     const IterVarNode* iv = op->iter_var();
     if (iv != nullptr) inside.insert(iv->var.get());
-    if (iv != nullptr && op->key == "thread_extent") record(iv->thread_tag, op->value);
+    if (iv != nullptr && op->key == attr::kThreadExtent) record(iv->thread_tag, op->value);
     StmtExprVisitor::visit(op);
   }
   void visit(const For* op) override {

@@ -401,9 +401,9 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
     serial_for(op->loop_var, visit_expr(op->min), visit_expr(op->extent), op->body, op->for_kind);
   }
   void visit(const AttrStmt* op) {
-    PRIMJIT_USER_CHECK(op->key != "thread_extent" && op->key != "virtual_thread")
+    PRIMJIT_USER_CHECK(op->key != attr::kThreadExtent && op->key != attr::kVirtualThread)
         << "host code generation: a thread launch in host code; run SplitHostDevice first";
-    if (op->key == "compute_scope") {
+    if (op->key == attr::kComputeScope) {
       outline_compute_scope(op);
       return;
     }
@@ -800,7 +800,7 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
     PRIMJIT_USER_CHECK(kernel.defined())
         << "host code generation: T.call_packed(\"" << symbol->value
         << "\") names no kernel of the module; packed calls launch kernels (calling_conv 2)";
-    const AttrValue* tags = kernel->attr("tirx.kernel_launch_params");
+    const AttrValue* tags = kernel->attr(attr::kKernelLaunchParams);
     size_t num_launch = tags != nullptr && tags->is_array() ? tags->as_array().size() : 0;
     size_t num_params = kernel->params.size();
     PRIMJIT_USER_CHECK(op->args.size() == 1 + num_params + num_launch)

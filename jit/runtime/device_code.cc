@@ -40,7 +40,7 @@ Slot slot_of(const std::string& tag, const std::string& kernel) {
       {"threadIdx.x", Slot::kBlockX},
       {"threadIdx.y", Slot::kBlockY},
       {"threadIdx.z", Slot::kBlockZ},
-      {"tirx.use_dyn_shared_memory", Slot::kDynShared}};
+      {attr::kUseDynSharedMemory, Slot::kDynShared}};
   for (const auto& [name, slot] : kSlots) {
     if (tag == name) return slot;
   }

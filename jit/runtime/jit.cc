@@ -955,7 +955,7 @@ Target Jit::default_target() {
 
 Kernel Jit::kernel(const PrimFunc& func, KernelOptions options) {
   std::string name = func->global_symbol().empty() ? "main" : func->global_symbol();
-  PrimFunc f = func->global_symbol().empty() ? func.with_attr("global_symbol", name) : func;
+  PrimFunc f = func->global_symbol().empty() ? func.with_attr(attr::kGlobalSymbol, name) : func;
   return kernel(IRModule::from_function(name, f), name, std::move(options));
 }
 
@@ -977,7 +977,7 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
     target = Target::make(target->kind, target->arch, Target::llvm());
   }
   state->target = target;
-  state->func = func.with_attr("target", AttrValue(target));
+  state->func = func.with_attr(attr::kTarget, AttrValue(target));
   state->module = module.with_function(name, state->func);
   // Variants are shared by kernels of one function, target and device options.
   state->fingerprint = structural_hash(state->module) ^ std::hash<std::string>()(target.str()) ^

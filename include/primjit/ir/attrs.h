@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "primjit/ir/attr_keys.h"
 #include "primjit/ir/target.h"
 
 namespace primjit {

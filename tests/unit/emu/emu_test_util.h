@@ -43,7 +43,7 @@ inline IRModule lower(const IRModule& m, const std::string& last) {
 inline bool is_packed(const IRModule& m, const std::string& name) {
   PrimFunc f = m->find(name);
   if (!f.defined()) return false;
-  const AttrValue* cc = f->attr("calling_conv");
+  const AttrValue* cc = f->attr(attr::kCallingConv);
   return cc != nullptr && cc->is_int() && cc->as_int() == 1 && f->params.size() == 4;
 }
 

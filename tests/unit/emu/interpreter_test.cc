@@ -324,9 +324,9 @@ def main(a: T.handle, x: T.float32) -> T.float32:
   HostTensor A(DataType::Float(32), {5});
   for (int i = 0; i < 5; ++i) A.set(i, i + 1);
   // As written, and packed (the result comes back through the PJValue *result).
-  IRModule packed =
-      test::lower(m.with_function("main", m->lookup("main").with_attr("target", Target::llvm())),
-                  "MakePackedAPI");
+  IRModule packed = test::lower(
+      m.with_function("main", m->lookup("main").with_attr(attr::kTarget, Target::llvm())),
+      "MakePackedAPI");
   for (const IRModule& module : {m, packed}) {
     std::optional<Arg> r = Interpreter(module).run("main", {A.dl(), 2.0f});
     ASSERT_TRUE(r.has_value());

@@ -117,7 +117,7 @@ TEST(Make, StatementsCheckTypes) {
       For::make(x, make_const(0), make_const(4), ForKind::kThreadBinding, Evaluate::make(x)),
       "thread tag is required");
   EXPECT_ERROR_CONTAINS(IterVar::make(x, "threadIdx.w"), "unknown thread tag");
-  EXPECT_ERROR_CONTAINS(AttrStmt::make(x, "thread_extent", make_const(4), Evaluate::make(x)),
+  EXPECT_ERROR_CONTAINS(AttrStmt::make(x, attr::kThreadExtent, make_const(4), Evaluate::make(x)),
                         "needs an IterVar");
   EXPECT_ERROR_CONTAINS(AssertStmt::make(LT::make(x, x), make_const(1)),
                         "message must be a string");
@@ -150,7 +150,7 @@ TEST(Make, FunctionsAndModules) {
   EXPECT_ERROR_CONTAINS(PrimFunc::make({n, a}, {{n, buf}}, body), "must be a handle");
   PrimFunc f = PrimFunc::make({n, a}, {{a, buf}}, body);
   EXPECT_TRUE(f->buffer_of(a).same_as(buf));
-  PrimFunc g = f.with_attr("target", Target::cuda("sm_80"));
+  PrimFunc g = f.with_attr(attr::kTarget, Target::cuda("sm_80"));
   EXPECT_EQ(g->target()->arch, "sm_80");
   EXPECT_EQ(g->target()->host->kind, "llvm");
   EXPECT_FALSE(f->target().defined());

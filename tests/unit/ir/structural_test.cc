@@ -117,7 +117,7 @@ class FunctionBuilder {
     Var bx = Var::make(name("bx"), i32);
     seq.push_back(
         AttrStmt::make(IterVar::make(bx, on("attr_stmt.tag") ? "blockIdx.y" : "blockIdx.x"),
-                       on("attr_stmt.key") ? "virtual_thread" : "thread_extent",
+                       on("attr_stmt.key") ? attr::kVirtualThread : attr::kThreadExtent,
                        c(on("attr_stmt.value") ? 64 : 128), eval(on("attr_stmt.body") ? y : bx)));
     seq.push_back(AttrStmt::make(on("attr_stmt.node") ? n : x, "pragma_hint", c(1), eval(c(0))));
     seq.push_back(AssertStmt::make(
@@ -151,10 +151,11 @@ class FunctionBuilder {
     if (on("seq.order")) std::swap(seq[1], seq[2]);
 
     Attrs attrs;
-    attrs["global_symbol"] = on("attr.string") ? "main2" : "main";
+    attrs[attr::kGlobalSymbol] = on("attr.string") ? "main2" : "main";
     Target host = on("target.host") ? Target() : Target::llvm();
-    attrs["target"] = on("target.kind") ? Target::emu(host)
-                                        : Target::cuda(on("target.arch") ? "sm_80" : "sm_90", host);
+    attrs[attr::kTarget] = on("target.kind")
+                               ? Target::emu(host)
+                               : Target::cuda(on("target.arch") ? "sm_80" : "sm_90", host);
     attrs["noalias"] = !on("attr.bool");
     if (on("attr.kind")) {
       attrs["opt_level"] = 2.0;
@@ -667,7 +668,7 @@ PrimFunc small_function(int64_t constant, double deep_constant, const std::strin
       For::make(j, c(0), c(16), ForKind::kSerial, IfThenElse::make(LT::make(i, j), store)));
   return PrimFunc::make({pa, x}, {{pa, a}},
                         SeqStmt::make({eval(c(0)), nest, Bind::make(y, Add::make(x, c(constant)))}),
-                        DataType::Void(), {{"target", Target::cuda("sm_90")}});
+                        DataType::Void(), {{attr::kTarget, Target::cuda("sm_90")}});
 }
 
 TEST(StructuralDiff, NullWhenEqual) {
@@ -714,11 +715,11 @@ TEST(StructuralDiff, ParametersBuffersAndAttributes) {
   EXPECT_EQ(structural_diff(base, other_shape),
             "buffer_map[0].buffer.shape[1]: IntImm 16 vs IntImm 32");
   // Attributes: changed, added, removed.
-  EXPECT_EQ(structural_diff(base, base.with_attr("target", Target::cuda("sm_80"))),
+  EXPECT_EQ(structural_diff(base, base.with_attr(attr::kTarget, Target::cuda("sm_80"))),
             "attrs[\"target\"]: T.target(\"cuda\", arch=\"sm_90\", host=\"llvm\") vs "
             "T.target(\"cuda\", arch=\"sm_80\", host=\"llvm\") (arch differs)");
   EXPECT_EQ(structural_diff(base, base.with_attr("extra", 1)), "attrs[\"extra\"]: (absent) vs 1");
-  EXPECT_EQ(structural_diff(base, base.without_attr("target")),
+  EXPECT_EQ(structural_diff(base, base.without_attr(attr::kTarget)),
             "attrs[\"target\"]: T.target(\"cuda\", arch=\"sm_90\", host=\"llvm\") vs (absent)");
   // An int and a float attribute of the same value differ, and the message says so.
   EXPECT_EQ(structural_diff(base.with_attr("opt", int64_t{2}), base.with_attr("opt", 2.0)),

@@ -79,7 +79,7 @@ std::string body_of(const std::string& printed) {
 PrimFunc func_of(Stmt body, std::vector<Var> params = {},
                  std::vector<std::pair<Var, Buffer>> buffers = {}) {
   return PrimFunc::make(std::move(params), std::move(buffers), std::move(body), DataType::Void(),
-                        {{"global_symbol", AttrValue("main")}});
+                        {{attr::kGlobalSymbol, AttrValue("main")}});
 }
 
 std::string print_body(Stmt body, std::vector<Var> params = {},
@@ -360,10 +360,11 @@ TEST(TextPrinter, LaunchThreadConciseWhenLastElseWith) {
   Stmt store = BufferStore::make(a, FloatImm::make(kF32, 1),
                                  {Add::make(Mul::make(bx, make_const(128)), tx)});
   Stmt inner =
-      AttrStmt::make(IterVar::make(tx, "threadIdx.x"), "thread_extent", make_const(128), store);
-  Stmt not_last = AttrStmt::make(IterVar::make(ty, "threadIdx.y"), "thread_extent", make_const(2),
-                                 BufferStore::make(a, FloatImm::make(kF32, 2), {ty}));
-  Stmt outer = AttrStmt::make(IterVar::make(bx, "blockIdx.x"), "thread_extent", make_const(4),
+      AttrStmt::make(IterVar::make(tx, "threadIdx.x"), attr::kThreadExtent, make_const(128), store);
+  Stmt not_last =
+      AttrStmt::make(IterVar::make(ty, "threadIdx.y"), attr::kThreadExtent, make_const(2),
+                     BufferStore::make(a, FloatImm::make(kF32, 2), {ty}));
+  Stmt outer = AttrStmt::make(IterVar::make(bx, "blockIdx.x"), attr::kThreadExtent, make_const(4),
                               SeqStmt::make({not_last, inner}));
   std::string body = print_body(outer, {h}, {{h, a}});
   EXPECT_EQ(body,
@@ -380,7 +381,7 @@ TEST(TextPrinter, RelaunchedThreadVarUsesEnvThread) {
   Var h = Var::make_handle("A");
   Var tx = Var::make("tx", kI32);
   auto launch = [&](int extent, double value) {
-    return AttrStmt::make(IterVar::make(tx, "threadIdx.x"), "thread_extent", make_const(extent),
+    return AttrStmt::make(IterVar::make(tx, "threadIdx.x"), attr::kThreadExtent, make_const(extent),
                           BufferStore::make(a, FloatImm::make(kF32, value), {tx}));
   };
   Stmt body = SeqStmt::make({launch(128, 1), launch(64, 2)});
@@ -458,7 +459,7 @@ TEST(TextPrinter, BufferParamsInlineWhenSimpleElseMatchBuffer) {
   Stmt body =
       BufferStore::make(a, BufferLoad::make(b, {make_const(0)}), {make_const(0), make_const(1)});
   PrimFunc f = PrimFunc::make({n, ha, hb, hc}, {{ha, a}, {hb, b}, {hc, c}}, body, DataType::Void(),
-                              {{"global_symbol", AttrValue("main")}});
+                              {{attr::kGlobalSymbol, AttrValue("main")}});
   EXPECT_EQ(print(f),
             "# from tvm.script import tir as T\n\n"
             "@T.prim_func\n"
@@ -474,8 +475,8 @@ TEST(TextPrinter, FuncAttrsSortedAndGlobalSymbolShownOnlyWhenDifferent) {
   Stmt nop = Evaluate::make(make_const(0));
   PrimFunc f =
       PrimFunc::make({}, {}, nop, DataType::Void(),
-                     {{"global_symbol", AttrValue("other")},
-                      {"target", AttrValue(Target::cuda("sm_90", Target::llvm()))},
+                     {{attr::kGlobalSymbol, AttrValue("other")},
+                      {attr::kTarget, AttrValue(Target::cuda("sm_90", Target::llvm()))},
                       {"a_flag", AttrValue(true)},
                       {"list", AttrValue(AttrValue::Array{AttrValue(1), AttrValue("s")})}});
   EXPECT_EQ(
@@ -661,7 +662,7 @@ TEST(TextParser, DecoratorsSetGlobalSymbol) {
       "    @T.prim_func\n    def renamed():\n"
       "        T.func_attr({\"global_symbol\": \"exported\"})\n        T.evaluate(0)\n");
   EXPECT_EQ(m->lookup("pub")->global_symbol(), "pub");
-  EXPECT_EQ(m->lookup("priv")->attr("global_symbol"), nullptr);
+  EXPECT_EQ(m->lookup("priv")->attr(attr::kGlobalSymbol), nullptr);
   EXPECT_EQ(m->lookup("renamed")->global_symbol(), "exported");
 }
 
@@ -850,13 +851,13 @@ TEST(TextRoundTrip, ThreadVarOddities) {
   Var tx = Var::make("tx", kI32);
   Stmt body = SeqStmt::make(
       {// int64 thread variable with an int32 extent
-       AttrStmt::make(IterVar::make(t64, "threadIdx.x"), "thread_extent", make_const(4),
+       AttrStmt::make(IterVar::make(t64, "threadIdx.x"), attr::kThreadExtent, make_const(4),
                       BufferStore::make(a, make_const(1), {Cast::make(kI32, t64)})),
        // vthread attribute
-       AttrStmt::make(IterVar::make(vt, "vthread"), "virtual_thread", make_const(2),
+       AttrStmt::make(IterVar::make(vt, "vthread"), attr::kVirtualThread, make_const(2),
                       BufferStore::make(a, vt, {vt})),
        // a thread variable also used after its launch (ill-formed, but printable)
-       AttrStmt::make(IterVar::make(tx, "threadIdx.y"), "thread_extent", make_const(8),
+       AttrStmt::make(IterVar::make(tx, "threadIdx.y"), attr::kThreadExtent, make_const(8),
                       BufferStore::make(a, tx, {tx})),
        BufferStore::make(a, tx, {make_const(0)})});
   expect_round_trip(IRModule::from_function("main", func_of(body, {h}, {{h, a}})));
@@ -894,8 +895,8 @@ class RandomFunctionBuilder {
     }
     Stmt body = block(3);
     Attrs attrs;
-    if (pick(2) == 0) attrs["global_symbol"] = AttrValue("main");
-    if (pick(2) == 0) attrs["target"] = AttrValue(Target::cuda("sm_90", Target::llvm()));
+    if (pick(2) == 0) attrs[attr::kGlobalSymbol] = AttrValue("main");
+    if (pick(2) == 0) attrs[attr::kTarget] = AttrValue(Target::cuda("sm_90", Target::llvm()));
     if (pick(3) == 0) attrs["opt_level"] = AttrValue(int64_t{pick(4)});
     return PrimFunc::make(params, buffer_map, body, DataType::Void(), attrs);
   }
@@ -1111,7 +1112,7 @@ class RandomFunctionBuilder {
         scopes_.back().vars.push_back(v);
         Stmt body = block(depth - 1);
         scopes_.pop_back();
-        return AttrStmt::make(IterVar::make(v, kTags[pick(3)]), "thread_extent",
+        return AttrStmt::make(IterVar::make(v, kTags[pick(3)]), attr::kThreadExtent,
                               make_const(1 + pick(128)), body);
       }
       case 10: {

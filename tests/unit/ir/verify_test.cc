@@ -21,7 +21,7 @@ Stmt loop(const Var& v, int64_t extent, Stmt body) {
   return For::make(v, c(0), c(extent), ForKind::kSerial, std::move(body));
 }
 Stmt launch(const Var& v, const char* tag, int64_t extent, Stmt body) {
-  return AttrStmt::make(IterVar::make(v, tag), "thread_extent", c(extent), std::move(body));
+  return AttrStmt::make(IterVar::make(v, tag), attr::kThreadExtent, c(extent), std::move(body));
 }
 Stmt eval(Expr e) { return Evaluate::make(std::move(e)); }
 

@@ -157,8 +157,8 @@ TEST(CodegenCuda, MatmulReluDeclaresTheMergedDynamicSharedBufferWithTypedViews) 
   CudaModuleSource source = generate(builder_example("matmul_relu"));
   ASSERT_EQ(source.kernels.size(), 2u);
   for (const CudaKernelInfo& k : source.kernels) {
-    EXPECT_EQ(k.launch_params, (std::vector<std::string>{"blockIdx.x", "threadIdx.x",
-                                                         "tirx.use_dyn_shared_memory"}));
+    EXPECT_EQ(k.launch_params,
+              (std::vector<std::string>{"blockIdx.x", "threadIdx.x", attr::kUseDynSharedMemory}));
     EXPECT_EQ(k.dyn_shared_align, 64);
     EXPECT_EQ(k.static_threads, 256);
   }
@@ -659,7 +659,7 @@ LaunchConfig launch_config(const IRModule& module, const CudaKernelInfo& kernel)
         EXPECT_TRUE(value.has_value()) << "launch argument " << i << " of " << kernel.name;
         auto v = static_cast<unsigned>(value.value_or(1));
         const std::string& tag = kernel.launch_params[i];
-        if (tag == "tirx.use_dyn_shared_memory") config.shared = v;
+        if (tag == attr::kUseDynSharedMemory) config.shared = v;
         unsigned* dims[2][3] = {{&config.grid.x, &config.grid.y, &config.grid.z},
                                 {&config.block.x, &config.block.y, &config.block.z}};
         if (tag.size() == 11 || tag.size() == 10) {  // "threadIdx.x" / "blockIdx.x"

@@ -49,7 +49,7 @@ inline jit::CachedVariant sample_variant() {
   v.device.ptx = false;
   v.device.arch = 90;
   v.device.image = std::string("cubin\0bytes", 11);
-  v.device.kernels = {{"main_kernel", {"blockIdx.x", "threadIdx.x", "tirx.use_dyn_shared_memory"}}};
+  v.device.kernels = {{"main_kernel", {"blockIdx.x", "threadIdx.x", attr::kUseDynSharedMemory}}};
   return v;
 }
 

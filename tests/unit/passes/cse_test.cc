@@ -198,7 +198,8 @@ class Generator {
       }
       default: {
         Var tx = Var::make("tx", i32);
-        return AttrStmt::make(IterVar::make(tx, "threadIdx.x"), "thread_extent", c(2), scoped([&] {
+        return AttrStmt::make(IterVar::make(tx, "threadIdx.x"), attr::kThreadExtent, c(2),
+                              scoped([&] {
                                 scopes_.back().vars.push_back(tx);
                                 return block(nesting + 1);
                               }));

@@ -47,7 +47,7 @@ class Module:
   ASSERT_EQ(main->params.size(), 4u);
   EXPECT_EQ(main->params[2].dtype(), DataType::Int(32));
   EXPECT_EQ(main->ret_type, DataType::Int(32));
-  EXPECT_EQ(main->attr("calling_conv")->as_int(), 1);
+  EXPECT_EQ(main->attr(attr::kCallingConv)->as_int(), 1);
   EXPECT_TRUE(main->buffer_map.empty());
 }
 

@@ -43,8 +43,9 @@ void points_of(const Stmt& s, std::vector<Stmt>* out) {
     for (const Stmt& x : seq->seq) points_of(x, out);
     return;
   }
-  if (const auto* attr = s.as<AttrStmt>(); attr && attr->key == "thread_extent") {
-    points_of(attr->body, out);
+  if (const auto* attr_stmt = s.as<AttrStmt>();
+      attr_stmt && attr_stmt->key == attr::kThreadExtent) {
+    points_of(attr_stmt->body, out);
     return;
   }
   out->push_back(s);
@@ -66,9 +67,10 @@ std::set<std::string> touched_names(const Stmt& s) {
 std::vector<std::map<std::string, Live>> input_liveness(const PrimFunc& func) {
   std::vector<std::map<std::string, Live>> launches;
   std::function<void(const Stmt&)> find = [&](const Stmt& s) {
-    if (const auto* attr = s.as<AttrStmt>(); attr && attr->key == "thread_extent") {
+    if (const auto* attr_stmt = s.as<AttrStmt>();
+        attr_stmt && attr_stmt->key == attr::kThreadExtent) {
       std::vector<Stmt> points;
-      points_of(attr->body, &points);
+      points_of(attr_stmt->body, &points);
       std::map<std::string, Live> live;
       for (size_t i = 0; i < points.size(); ++i) {
         for (const std::string& name : touched_names(points[i])) {
@@ -82,8 +84,8 @@ std::vector<std::map<std::string, Live>> input_liveness(const PrimFunc& func) {
     }
     if (const auto* seq = s.as<SeqStmt>()) {
       for (const Stmt& x : seq->seq) find(x);
-    } else if (const auto* attr = s.as<AttrStmt>()) {
-      find(attr->body);
+    } else if (const auto* attr_stmt = s.as<AttrStmt>()) {
+      find(attr_stmt->body);
     } else if (const auto* loop = s.as<For>()) {
       find(loop->body);
     } else if (const auto* branch = s.as<IfThenElse>()) {
@@ -123,12 +125,12 @@ int check_merged(const PrimFunc& in, const PrimFunc& out) {
   int merged_count = 0;
   size_t launch_index = 0;
   std::function<void(const Stmt&)> find = [&](const Stmt& s) {
-    const auto* attr = s.as<AttrStmt>();
-    if (attr != nullptr && attr->key == "thread_extent") {
+    const auto* attr_stmt = s.as<AttrStmt>();
+    if (attr_stmt != nullptr && attr_stmt->key == attr::kThreadExtent) {
       ASSERT_LT(launch_index, liveness.size());
       const std::map<std::string, Live>& live = liveness[launch_index++];
       std::vector<Stmt> points;
-      points_of(attr->body, &points);
+      points_of(attr_stmt->body, &points);
       // Merged allocations: uint8 shared buffers named buf_*; their views follow them.
       for (const Stmt& p : points) {
         const auto* merged = p.as<AllocBuffer>();
@@ -192,7 +194,7 @@ int check_merged(const PrimFunc& in, const PrimFunc& out) {
           EXPECT_GE(at, r.begin) << b->name;
           EXPECT_LT(at, r.end) << b->name;
         };
-        post_order_visit(attr->body, [&](const Ref<Object>& n) {
+        post_order_visit(attr_stmt->body, [&](const Ref<Object>& n) {
           if (const auto* load = n.as<BufferLoad>()) check_access(load->buffer, load->indices);
           if (const auto* store = n.as<BufferStore>()) check_access(store->buffer, store->indices);
         });
@@ -201,8 +203,8 @@ int check_merged(const PrimFunc& in, const PrimFunc& out) {
     }
     if (const auto* seq = s.as<SeqStmt>()) {
       for (const Stmt& x : seq->seq) find(x);
-    } else if (attr != nullptr) {
-      find(attr->body);
+    } else if (attr_stmt != nullptr) {
+      find(attr_stmt->body);
     } else if (const auto* loop = s.as<For>()) {
       find(loop->body);
     } else if (const auto* branch = s.as<IfThenElse>()) {
@@ -406,12 +408,12 @@ PrimFunc random_kernel(std::mt19937& rng, int n) {
     }
   }
   Var tx = Var::make("tx", i32);
-  Stmt launch =
-      AttrStmt::make(IterVar::make(tx, "threadIdx.x"), "thread_extent", c(32), SeqStmt::make(seq));
+  Stmt launch = AttrStmt::make(IterVar::make(tx, "threadIdx.x"), attr::kThreadExtent, c(32),
+                               SeqStmt::make(seq));
   if (uniform(0, 1) == 1) {
     // threadIdx nested in blockIdx: still one kernel, merged at the outermost launch.
     Var bx = Var::make("bx", i32);
-    launch = AttrStmt::make(IterVar::make(bx, "blockIdx.x"), "thread_extent", c(4), launch);
+    launch = AttrStmt::make(IterVar::make(bx, "blockIdx.x"), attr::kThreadExtent, c(4), launch);
   }
   return PrimFunc::make({}, {}, launch);
 }

@@ -166,7 +166,7 @@ TEST(ConvertSSA, RenamesAcrossFunctionsButKeepsRelaunchedThreadVariables) {
   Var n = Var::make("n", i32);
   Var tx = Var::make("threadIdx_x", i32);
   auto launch = [&](Stmt body) {
-    return AttrStmt::make(IterVar::make(tx, "threadIdx.x"), "thread_extent", c(32), body);
+    return AttrStmt::make(IterVar::make(tx, "threadIdx.x"), attr::kThreadExtent, c(32), body);
   };
   PrimFunc f = PrimFunc::make(
       {n}, {},

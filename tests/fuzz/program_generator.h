@@ -1,0 +1,44 @@
+// Random well-typed, runnable programs for the differential fuzzer.
+//
+// Every program has one signature, so inputs are easy to make and compare:
+//   main(I: int32[16], J: int32[16], F: float32[16], G: float32[16], n: int32, x: float32)
+// and a body of stores, Binds, ifs, serial loops and views that alias the parameters (a Bind of
+// X.data and a buffer declared on it), over int and float arithmetic, floor and trunc division,
+// min/max, casts, selects, if_then_else, comparisons and logic, exact math builtins, and
+// 4-lane vectors (Ramp/Broadcast). Indices are reduced modulo the extent, so every access is in
+// bounds. What the program computes depends on rules the backends must agree on; Features turn
+// on the parts whose rules are settled (see docs/semantics.md).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "primjit/ir/function.h"
+#include "primjit/ir/stmt.h"
+
+namespace primjit::fuzz {
+
+constexpr int kExtent = 16;  // elements of every parameter buffer
+constexpr int kLanes = 4;    // lanes of vector accesses
+
+struct Features {
+  /// Divisors of every sign, zero included, and INT_MIN / -1 (else divisors are >= 1).
+  bool any_divisor = false;
+  /// Casts from float to int (NaN, infinities and out-of-range values included).
+  bool float_to_int = false;
+  /// Min and max of floats (NaN operands included).
+  bool float_min_max = false;
+  /// a * b + c in float (a backend may not contract it on its own).
+  bool float_mul_add = false;
+  /// Vector loads, stores and arithmetic.
+  bool vectors = true;
+  /// Views on the parameters' memory (aliasing stores).
+  bool views = true;
+};
+
+/// The generated function for `seed` (deterministic).
+PrimFunc generate_program(uint64_t seed, const Features& features);
+
+}  // namespace primjit::fuzz
