@@ -19,6 +19,7 @@
 #include "jit/cuda/nvrtc_compiler.h"
 #include "jit/emu/interpreter.h"
 #include "jit/llvm/orc_engine.h"
+#include "jit/runtime/build_id.h"
 #include "jit/runtime/device_code.h"
 #include "jit/runtime/disk_cache.h"
 #include "jit/runtime/host_program.h"
@@ -923,9 +924,9 @@ Jit::State::State(JitOptions o)
     }
   }
   std::ostringstream key;
-  key << "primjit-variant 1\nprimjit " << version() << "\nllvm " << jit::llvm_version() << " "
-      << engine.target_triple() << " " << engine.cpu_name() << " " << engine.cpu_features() << " O"
-      << engine.opt_level() << "\n";
+  key << "primjit-variant 1\nprimjit " << version() << " build " << jit::library_build_id()
+      << "\nllvm " << jit::llvm_version() << " " << engine.target_triple() << " "
+      << engine.cpu_name() << " " << engine.cpu_features() << " O" << engine.opt_level() << "\n";
   host_key = key.str();
 }
 

@@ -14,9 +14,11 @@
 #include <filesystem>
 #include <string>
 
+#include "jit/runtime/build_id.h"
 #include "jit/runtime/disk_cache.h"
 #include "primjit/error.h"
 #include "primjit/jit.h"
+#include "primjit/version.h"
 #include "tests/unit/jit/disk_cache_util.h"
 #include "tests/unit/test_util.h"
 
@@ -416,6 +418,25 @@ TEST(DiskCacheTrust, TheCapComesFromTheEnvironment) {
     ASSERT_TRUE(run_sizes(jit.kernel(axpb_function())));
   }
   EXPECT_EQ(dir.files(kEntry).size(), 1u);
+}
+
+// Entries name the build of the library that compiled them: a rebuilt primjit of the same
+// version (a fixed pass) never loads the old build's code. The GNU build-id is that name.
+TEST(DiskCacheTrust, KeysNameTheLibrarysBuild) {
+  const std::string& id = jit::library_build_id();
+  EXPECT_EQ(id.size(), 40u) << id;  // SHA-1 build-id, as the linker writes it
+  EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
+  TempDir dir;
+  {
+    Jit jit(on_disk(dir.str()));
+    ASSERT_TRUE(run_sizes(jit.kernel(axpb_function())));
+  }
+  jit::DiskCache cache(dir.str(), 1 << 30);
+  for (const jit::DiskCache::Entry& e : cache.entries(true)) {
+    EXPECT_NE(e.key.find("\nprimjit " + std::string(version()) + " build " + id + "\n"),
+              std::string::npos)
+        << e.key.substr(0, 200);
+  }
 }
 
 }  // namespace
