@@ -52,6 +52,8 @@ struct KernelOptions {
   Target target;
   Policy policy = Policy::kExact;
   int auto_threshold = 4;
+  /// The most distinct argument keys compiled as exact variants (a variant compiled again
+  /// after its eviction does not count again).
   int recompile_limit = 32;
   OnRecompileLimit on_recompile_limit = OnRecompileLimit::kError;
   /// cuda: let NVRTC use fast, less accurate math (--use_fast_math, __expf & co.).
@@ -82,7 +84,8 @@ struct KernelStats {
   uint64_t evictions = 0;  // of this kernel's variants
   StageTimes compile;
   /// Why each variant was made, in order: "first call", "A.shape[0]: 128 -> 130", ...; for a
-  /// variant loaded from the disk cache the reason ends with " (disk cache)".
+  /// variant loaded from the disk cache the reason ends with " (disk cache)". Only the last 256
+  /// are kept (a kernel that makes variants forever keeps bounded memory).
   std::vector<std::string> reasons;
 };
 

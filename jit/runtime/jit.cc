@@ -8,12 +8,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <future>
 #include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <unordered_set>
 
 #include "jit/cuda/driver.h"
 #include "jit/cuda/nvrtc_compiler.h"
@@ -412,8 +414,19 @@ struct Kernel::State {
   std::atomic<uint64_t> dump_count{0};
   std::mutex mutex;  // guards the fields below
   StageTimes times;
-  std::vector<std::string> reasons;
-  std::vector<std::vector<int64_t>> compiled_keys;
+  // History for diagnostics and the recompile limit, bounded whatever the number of variants:
+  // the reasons of the last kMaxReasons compiles (reason i is reasons[i - reasons_dropped]),
+  // the hashes of the distinct keys compiled (the limit counts keys, not compiles), the last
+  // few keys (a new key's reason names what differs from the closest of them) and, per
+  // dimension, how many compiles changed it (the limit's message names the worst one).
+  static constexpr size_t kMaxReasons = 256;
+  static constexpr size_t kRecentKeys = 8;
+  std::deque<std::string> reasons;
+  uint64_t reasons_dropped = 0;
+  std::unordered_set<uint64_t> distinct_keys;
+  std::deque<std::vector<int64_t>> recent_keys;
+  std::map<std::pair<size_t, size_t>, uint64_t> dim_changes;
+  uint64_t compiles_started = 0;
   // kAuto: distinct values seen per (parameter, dimension), and the dimensions made symbolic.
   std::map<std::pair<size_t, size_t>, std::set<int64_t>> seen;
   std::set<std::pair<size_t, size_t>> symbolic;
@@ -544,11 +557,15 @@ void for_each_key_entry(const Kernel::State& k, const std::vector<int64_t>& key,
   }
 }
 
-std::string compile_reason(const Kernel::State& k, const std::vector<int64_t>& key) {
-  if (k.compiled_keys.empty()) return "first call";
+// Why a new key compiles: what differs from the closest of the last few keys (a bounded
+// search: the cost does not grow with the number of variants made).
+std::string compile_reason(const Kernel::State& k, const std::vector<int64_t>& key, uint64_t hash) {
+  if (k.recent_keys.empty()) return "first call";
+  if (k.distinct_keys.count(hash)) return "compiled again after its eviction";
   const std::vector<int64_t>* best = nullptr;
   size_t best_diff = SIZE_MAX;
-  for (const auto& old : k.compiled_keys) {
+  for (auto it = k.recent_keys.rbegin(); it != k.recent_keys.rend(); ++it) {  // newest first
+    const std::vector<int64_t>& old = *it;
     if (old.size() != key.size()) continue;
     size_t diff = 0;
     for (size_t i = 0; i < key.size(); ++i) diff += old[i] != key[i];
@@ -1026,11 +1043,16 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
   return Kernel(std::move(state));
 }
 
+// Appends `suffix` to the reason of compile `index`, unless it has been dropped already.
+static void mark_reason(Kernel::State& k, uint64_t index, const char* suffix) {
+  if (index >= k.reasons_dropped) k.reasons[index - k.reasons_dropped] += suffix;
+}
+
 // A failed compile counts as a miss but is not cached: the next call with the key compiles
 // again. Its reason stays, marked; its key no longer counts toward the recompile limit.
 static void forget_failed_compile(Jit::State& jit, Kernel::State& k, uint64_t hash,
                                   const std::shared_ptr<Entry>& entry,
-                                  const std::vector<int64_t>& key, size_t reason_index) {
+                                  const std::vector<int64_t>& key, uint64_t reason_index) {
   ++k.misses;
   ++k.failed;
   {
@@ -1039,9 +1061,10 @@ static void forget_failed_compile(Jit::State& jit, Kernel::State& k, uint64_t ha
   }
   std::lock_guard<std::mutex> lock(k.mutex);
   // Other keys may have been added since (compiles run in parallel): remove this one.
-  auto it = std::find(k.compiled_keys.rbegin(), k.compiled_keys.rend(), key);
-  if (it != k.compiled_keys.rend()) k.compiled_keys.erase(std::next(it).base());
-  k.reasons[reason_index] += " (failed)";
+  auto it = std::find(k.recent_keys.rbegin(), k.recent_keys.rend(), key);
+  if (it != k.recent_keys.rend()) k.recent_keys.erase(std::next(it).base());
+  k.distinct_keys.erase(hash);
+  mark_reason(k, reason_index, " (failed)");
 }
 
 // kAuto's symbolic dimensions as bits, in the order their values appear in the key.
@@ -1132,6 +1155,27 @@ static bool build_call_key(Kernel::State& k, std::span<const Arg> args, KeyBuffe
   return dynamic;
 }
 
+// Records a compile about to start (k.mutex held): its reason, its key among the distinct and
+// the recent ones, and which dimensions changed from the previous key.
+static void record_compile(Kernel::State& k, const std::vector<int64_t>& key, uint64_t hash,
+                           const std::string& reason) {
+  if (!k.recent_keys.empty() && k.recent_keys.back().size() == key.size()) {
+    const std::vector<int64_t>& last = k.recent_keys.back();
+    for_each_key_entry(k, key, [&](size_t i, int d, size_t pos) {
+      if (d >= 0 && last[pos] != key[pos]) ++k.dim_changes[{i, static_cast<size_t>(d)}];
+    });
+  }
+  ++k.compiles_started;
+  k.reasons.push_back(reason);
+  if (k.reasons.size() > Kernel::State::kMaxReasons) {
+    k.reasons.pop_front();
+    ++k.reasons_dropped;
+  }
+  k.distinct_keys.insert(hash);
+  k.recent_keys.push_back(key);
+  if (k.recent_keys.size() > Kernel::State::kRecentKeys) k.recent_keys.pop_front();
+}
+
 // Steps 2-4 of a call after the recent-variant check: the Jit's cache, else a new variant
 // (compiled once however many threads ask). `count_hit`: a found variant counts as a hit.
 static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& state,
@@ -1187,6 +1231,7 @@ static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State
             changed = true;
             PRIMJIT_LOG_INFO << "kernel '" << k.name << "': " << dim_name(k, i, d) << " took "
                              << values.size() << " values; it is symbolic from now on";
+            k.seen.erase(at);  // no longer needed: memory stays bounded
           }
         }
       }
@@ -1196,26 +1241,25 @@ static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State
         rekey(false);
       }
     }
-    if (!dynamic && static_cast<int>(k.compiled_keys.size()) >= k.options.recompile_limit) {
-      // Name the dimension that took the most values.
+    // The limit counts distinct keys: a variant compiled again after its eviction is free.
+    if (!dynamic && static_cast<int>(k.distinct_keys.size()) >= k.options.recompile_limit &&
+        !k.distinct_keys.count(hash)) {
+      // Name the dimension that changed in the most compiles.
       std::string culprit = "the argument shapes";
-      size_t most = 0;
-      std::map<std::pair<size_t, size_t>, std::set<int64_t>> values;
-      for (const auto& old : k.compiled_keys) {
-        for_each_key_entry(k, old, [&](size_t i, int d, size_t pos) {
-          if (d >= 0) values[{i, static_cast<size_t>(d)}].insert(old[pos]);
-        });
-      }
-      for (const auto& [at, vals] : values) {
-        if (vals.size() > most) {
-          most = vals.size();
-          culprit =
-              dim_name(k, at.first, at.second) + " (" + std::to_string(vals.size()) + " values)";
+      uint64_t most = 0;
+      for (const auto& [at, changes] : k.dim_changes) {
+        if (changes > most) {
+          most = changes;
+          culprit = dim_name(k, at.first, at.second) + " (changed in " + std::to_string(changes) +
+                    " of " + std::to_string(k.compiles_started) + " compiles)";
         }
       }
       if (k.options.on_recompile_limit == OnRecompileLimit::kError) {
         PRIMJIT_USER_ERROR() << "kernel '" << k.name << "' reached its recompile limit of "
-                             << k.options.recompile_limit << " variants; " << culprit
+                             << k.options.recompile_limit
+                             << " distinct argument keys (variants compiled again after an "
+                                "eviction do not count); "
+                             << culprit
                              << " keeps changing. Use Policy::kDynamic or kAuto for it, or "
                                 "OnRecompileLimit::kFallbackToDynamic";
       }
@@ -1253,13 +1297,12 @@ static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State
   }
   entry->last_use = 2 * ++jit.clock;
   if (owner) {
-    size_t reason_index = 0;
+    uint64_t reason_index = 0;
     {
       std::lock_guard<std::mutex> lock(k.mutex);
-      reason = compile_reason(k, full_key);
-      reason_index = k.reasons.size();
-      k.reasons.push_back(reason);
-      k.compiled_keys.push_back(full_key);
+      reason = compile_reason(k, full_key, hash);
+      record_compile(k, full_key, hash, reason);
+      reason_index = k.compiles_started - 1;
     }
     PRIMJIT_LOG_INFO << "kernel '" << k.name << "': making a variant (" << reason << ")";
     try {
@@ -1270,7 +1313,7 @@ static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State
       if (from_disk) {
         ++k.disk_hits;
         std::lock_guard<std::mutex> lock(k.mutex);
-        k.reasons[reason_index] += " (disk cache)";
+        mark_reason(k, reason_index, " (disk cache)");
       } else {
         ++k.misses;
       }
@@ -1412,7 +1455,7 @@ KernelStats Kernel::stats() const {
   s.evictions = k.evictions;
   std::lock_guard<std::mutex> lock(k.mutex);
   s.compile = k.times;
-  s.reasons = k.reasons;
+  s.reasons.assign(k.reasons.begin(), k.reasons.end());
   s.variants = s.misses + s.disk_hits - k.failed - s.evictions;
   return s;
 }

@@ -77,7 +77,7 @@ TEST(Jit, AutoPolicyMakesAChangingDimensionSymbolic) {
   // 4 and 5 exact; 6 is a third value: A.shape[0] and B.shape[0] become symbolic; 7.. hit.
   EXPECT_EQ(s.misses, 3u);
   EXPECT_EQ(s.hits, 3u);
-  EXPECT_NE(s.reasons.back().find("A.shape[0]: 4 -> symbolic"), std::string::npos)
+  EXPECT_NE(s.reasons.back().find("A.shape[0]: 5 -> symbolic"), std::string::npos)  // the latest
       << s.reasons.back();
 }
 
@@ -87,9 +87,45 @@ TEST(Jit, RecompileLimitErrorNamesTheChangingDimension) {
   Pair p1(1), p2(2), p3(3);
   k(p1.a, p1.b, 1.0f);
   k(p2.a, p2.b, 1.0f);
-  EXPECT_ERROR_CONTAINS(k(p3.a, p3.b, 1.0f), "reached its recompile limit of 2 variants");
-  EXPECT_ERROR_CONTAINS(k(p3.a, p3.b, 1.0f), "A.shape[0] (2 values) keeps changing");
+  EXPECT_ERROR_CONTAINS(k(p3.a, p3.b, 1.0f),
+                        "reached its recompile limit of 2 distinct argument keys (variants "
+                        "compiled again after an eviction do not count)");
+  EXPECT_ERROR_CONTAINS(k(p3.a, p3.b, 1.0f),
+                        "A.shape[0] (changed in 1 of 2 compiles) keeps changing");
   EXPECT_EQ(k.stats().misses, 2u);
+}
+
+// The limit counts distinct keys: a variant evicted and compiled again is not a new one.
+TEST(Jit, RecompileLimitCountsKeysNotCompiles) {
+  Jit jit(JitOptions{.cache_capacity = 1, .disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function(), {.recompile_limit = 2});
+  Pair p1(1), p2(2), p3(3);
+  for (int round = 0; round < 3; ++round) {  // each call evicts the other shape's variant
+    k(p1.a, p1.b, 2.0f);
+    p1.expect_scaled(2.0f);
+    k(p2.a, p2.b, 3.0f);
+    p2.expect_scaled(3.0f);
+  }
+  KernelStats s = k.stats();
+  EXPECT_EQ(s.misses, 6u);
+  EXPECT_GE(s.evictions, 5u);
+  ASSERT_EQ(s.reasons.size(), 6u);
+  EXPECT_EQ(s.reasons[2], "compiled again after its eviction");
+  EXPECT_ERROR_CONTAINS(k(p3.a, p3.b, 1.0f), "recompile limit of 2 distinct argument keys");
+}
+
+// A kernel making variants forever keeps bounded history: the last 256 reasons.
+TEST(Jit, CompileHistoryIsBounded) {
+  Jit jit(JitOptions{.cache_capacity = 8, .disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function(), {.target = Target::emu(), .recompile_limit = 1000});
+  for (int64_t n = 1; n <= 300; ++n) {
+    Pair p(n);
+    k(p.a, p.b, 1.0f);
+  }
+  KernelStats s = k.stats();
+  EXPECT_EQ(s.misses, 300u);
+  ASSERT_EQ(s.reasons.size(), 256u);
+  EXPECT_EQ(s.reasons.back(), "A.shape[0]: 299 -> 300, B.shape[0]: 299 -> 300");
 }
 
 TEST(Jit, RecompileLimitCanFallBackToTheDynamicVariant) {
