@@ -37,7 +37,7 @@ copy_dependency() {
   [ -n "$path" ] || { echo "gpu-bundle: $name is not a dependency" >&2; exit 1; }
   cp -L "$path" "$out/lib/$name"
 }
-for dep in libtbb.so.12 libsodium.so.23 libbenchmark.so.1debian libstdc++.so.6 libgcc_s.so.1 libz.so.1 libzstd.so.1; do
+for dep in libtbb.so.12 libsodium.so.23 libhiredis.so.0.14 libbenchmark.so.1debian libstdc++.so.6 libgcc_s.so.1 libz.so.1 libzstd.so.1; do
   copy_dependency "$dep"
 done
 strip --strip-unneeded "$out"/bin/* "$out"/lib/*

@@ -5,8 +5,14 @@
 // The directory is --dir, else the one the runtime uses ($PRIMJIT_CACHE_DIR, else
 // $XDG_CACHE_HOME/primjit, else ~/.cache/primjit). It is opened under the same trust rules as
 // the runtime's (docs/cache.md): one that is not private to you is refused.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -16,6 +22,7 @@
 #include <vector>
 
 #include "jit/runtime/disk_cache.h"
+#include "jit/runtime/remote_cache.h"
 #include "primjit/error.h"
 #include "primjit/version.h"
 #include "tools/tool_main.h"
@@ -26,16 +33,22 @@ namespace pj = primjit;
 
 constexpr const char* kUsage =
     "usage: primjit-cache [--dir DIR] ls | stats | verify | clear [--older-than D]\n"
+    "       primjit-cache keygen FILE\n"
     "  ls        every variant: file, size, last use, function and argument shapes\n"
     "  stats     entries and bytes on disk, and the hits, misses (compiles) and rejected\n"
     "            entries of every process that used the directory, per tier\n"
     "  verify    read every entry and check its MAC, key and contents; exit 1 if any is bad\n"
     "  clear     remove every entry, or with --older-than D those last used more than D ago\n"
     "            (D: a number with s, m, h or d, e.g. 7d); never removes other files\n"
+    "  keygen    make a team key pair for the remote cache: FILE (public and secret key, mode\n"
+    "            0600: for machines that may write) and FILE.pub (public key only: read-only\n"
+    "            machines); point PRIMJIT_CACHE_KEY_FILE at one of them\n"
     "  --dir DIR the cache directory (default: as the runtime picks it)\n"
     "  --version print primjit's version\n"
     "environment: PRIMJIT_CACHE_DIR (the directory), PRIMJIT_CACHE_MAX_BYTES (the size cap,\n"
-    "  e.g. 512M; default 1G), PRIMJIT_CACHE=0 (the runtime uses no disk cache), PRIMJIT_LOG\n";
+    "  e.g. 512M; default 1G), PRIMJIT_CACHE=0 (the runtime uses no disk cache),\n"
+    "  PRIMJIT_CACHE_REMOTE=redis://host:port[/db] and PRIMJIT_CACHE_KEY_FILE (the remote\n"
+    "  tier and the team key), PRIMJIT_LOG\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
   throw pj::Error(message + "\n" + kUsage);
@@ -84,8 +97,29 @@ std::string local_time(int64_t ns) {
   return text;
 }
 
+// Writes a team key pair: FILE (0600, both keys) and FILE.pub (public key). Never overwrites.
+int keygen(const std::string& file) {
+  if (file.empty()) usage_error("keygen needs a FILE");
+  std::string writer, reader;
+  pj::jit::TeamKey::generate(&writer, &reader);
+  auto write = [](const std::string& path, const std::string& text, mode_t mode) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    PRIMJIT_USER_CHECK(fd >= 0) << "cannot create '" << path << "' (" << std::strerror(errno)
+                                << "); keygen never overwrites a key";
+    bool ok = ::fchmod(fd, mode) == 0 &&
+              ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ok = ::close(fd) == 0 && ok;
+    PRIMJIT_USER_CHECK(ok) << "cannot write '" << path << "'";
+  };
+  write(file, writer, 0600);
+  write(file + ".pub", reader, 0644);
+  std::printf("wrote %s (secret: machines that may write) and %s.pub (read-only machines)\n",
+              file.c_str(), file.c_str());
+  return 0;
+}
+
 int run(int argc, char** argv) {
-  std::string dir, command;
+  std::string dir, command, keygen_file;
   std::optional<std::chrono::seconds> older_than;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -106,10 +140,13 @@ int run(int argc, char** argv) {
       older_than = parse_age(value("--older-than"));
     } else if (!a.starts_with("-") && command.empty()) {
       command = a;
+    } else if (!a.starts_with("-") && command == "keygen" && keygen_file.empty()) {
+      keygen_file = a;
     } else {
       usage_error("unexpected argument '" + a + "'");
     }
   }
+  if (command == "keygen") return keygen(keygen_file);
   if (command != "ls" && command != "stats" && command != "verify" && command != "clear") {
     usage_error(command.empty() ? "no command given" : "unknown command '" + command + "'");
   }
@@ -148,6 +185,7 @@ int run(int argc, char** argv) {
     std::printf("bytes          %" PRIu64 " (cap %" PRIu64 ")\n", bytes, cache.max_bytes());
     std::printf("memory hits    %" PRIu64 "\n", c.memory_hits);
     std::printf("disk hits      %" PRIu64 "\n", c.disk_hits);
+    std::printf("remote hits    %" PRIu64 "\n", c.remote_hits);
     std::printf("misses         %" PRIu64 " (compiled)\n", c.compiles);
     std::printf("rejected       %" PRIu64 " (entries that failed a check; recompiled)\n",
                 c.rejected);

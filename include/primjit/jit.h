@@ -77,11 +77,12 @@ struct StageTimes {
 
 struct KernelStats {
   uint64_t calls = 0;
-  uint64_t hits = 0;       // calls served by a variant in memory
-  uint64_t misses = 0;     // = compiles (lowering, LLVM, NVRTC)
-  uint64_t disk_hits = 0;  // variants loaded from the disk cache instead of compiled
-  uint64_t variants = 0;   // this kernel's variants in memory (compiled or loaded)
-  uint64_t evictions = 0;  // of this kernel's variants
+  uint64_t hits = 0;         // calls served by a variant in memory
+  uint64_t misses = 0;       // = compiles (lowering, LLVM, NVRTC)
+  uint64_t disk_hits = 0;    // variants loaded from the disk cache instead of compiled
+  uint64_t remote_hits = 0;  // variants loaded from the remote (Redis) cache
+  uint64_t variants = 0;     // this kernel's variants in memory (compiled or loaded)
+  uint64_t evictions = 0;    // of this kernel's variants
   StageTimes compile;
   /// Why each variant was made, in order: "first call", "A.shape[0]: 128 -> 130", ...; for a
   /// variant loaded from the disk cache the reason ends with " (disk cache)". Only the last 256
@@ -111,6 +112,14 @@ struct JitOptions {
   /// Size cap of the directory; the least recently used files are removed beyond it. 0:
   /// $PRIMJIT_CACHE_MAX_BYTES (e.g. 512M), else 1 GiB.
   uint64_t disk_cache_max_bytes = 0;
+  /// The remote tier, shared by a fleet: redis://host:port[/db]. Empty: $PRIMJIT_CACHE_REMOTE,
+  /// else none. Off when the disk cache is disabled (kDisabled). See docs/cache.md.
+  std::string remote_cache;
+  /// The team's key file for it (`primjit-cache keygen`): the public key verifies values, the
+  /// secret key (writers only) signs them. Empty: $PRIMJIT_CACHE_KEY_FILE.
+  std::string remote_key_file;
+  /// Time budget of each connect and lookup; a server slower than this is a miss.
+  int remote_budget_ms = 50;
 };
 
 /// What a variant depends on in one argument, for compiling without data (Kernel::prewarm,

@@ -11,7 +11,7 @@
 #include <map>
 #include <sstream>
 
-#include "jit/runtime/mac.h"
+#include "jit/runtime/crypto.h"
 #include "primjit/error.h"
 #include "primjit/log.h"
 
@@ -448,11 +448,11 @@ DiskCache::Removed DiskCache::clear(std::optional<std::chrono::seconds> older_th
 
 namespace {
 
-constexpr const char* kCounterNames[] = {"memory_hits", "disk_hits", "compiles",
+constexpr const char* kCounterNames[] = {"memory_hits", "disk_hits", "remote_hits", "compiles",
                                          "rejected",    "stores",    "evictions"};
 
 uint64_t* counter_fields(DiskCache::Counters& c, size_t i) {
-  uint64_t* fields[] = {&c.memory_hits, &c.disk_hits, &c.compiles,
+  uint64_t* fields[] = {&c.memory_hits, &c.disk_hits, &c.remote_hits, &c.compiles,
                         &c.rejected,    &c.stores,    &c.evictions};
   return fields[i];
 }

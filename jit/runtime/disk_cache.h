@@ -100,7 +100,8 @@ class DiskCache {
 
   /// Counters of the directory across processes, kept in kStatsFile.
   struct Counters {
-    uint64_t memory_hits = 0, disk_hits = 0, compiles = 0, rejected = 0, stores = 0, evictions = 0;
+    uint64_t memory_hits = 0, disk_hits = 0, remote_hits = 0, compiles = 0, rejected = 0,
+             stores = 0, evictions = 0;
   };
   /// Adds this process's counters (and the disk tier's own) to the directory's.
   void record(Counters counters) const;

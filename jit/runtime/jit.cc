@@ -26,6 +26,7 @@
 #include "jit/runtime/disk_cache.h"
 #include "jit/runtime/host_program.h"
 #include "jit/runtime/host_runtime.h"
+#include "jit/runtime/remote_cache.h"
 #include "primjit/error.h"
 #include "primjit/ir/structural.h"
 #include "primjit/ir/text.h"
@@ -361,10 +362,11 @@ class RecentVariants {
 struct Jit::State {
   JitOptions options;
   jit::OrcEngine engine;
-  std::unique_ptr<jit::DiskCache> disk;  // null when disabled
+  std::unique_ptr<jit::DiskCache> disk;      // null when disabled
+  std::unique_ptr<jit::RemoteCache> remote;  // null when not configured
   std::string host_key;  // what host code depends on besides the function: versions, CPU
   // Counters of kernels that are gone, for the disk cache's record of this process.
-  std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, compiles{0};
+  std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, remote_hits{0}, compiles{0};
   // Nodes come from std::allocator, not TBB's scalable allocator: memory that an eviction
   // frees and a later insert reuses then goes through malloc/free, which ThreadSanitizer
   // follows (it does not see tbbmalloc's reuse and would report it as a race).
@@ -380,6 +382,7 @@ struct Jit::State {
 
   explicit State(JitOptions o);
   ~State();
+  void setup_remote();
 
   void evict_if_needed(uint64_t keep_hash);
 };
@@ -409,7 +412,7 @@ struct Kernel::State {
 
   RecentVariants recent;
 
-  std::atomic<uint64_t> hits{0}, misses{0}, disk_hits{0}, evictions{0},
+  std::atomic<uint64_t> hits{0}, misses{0}, disk_hits{0}, remote_hits{0}, evictions{0},
       failed{0};  // + recent.fast_hits()
   std::atomic<uint64_t> dump_count{0};
   std::mutex mutex;  // guards the fields below
@@ -439,6 +442,7 @@ struct Kernel::State {
   ~State() {
     jit->memory_hits += hits + recent.fast_hits();
     jit->disk_hits += disk_hits;
+    jit->remote_hits += remote_hits;
     jit->compiles += misses;
   }
 };
@@ -609,11 +613,11 @@ passes::RunOptions dump_options(Kernel::State& k) {
   return options;
 }
 
-// The disk cache key of a variant: everything its code depends on, as text. Empty when the
-// kernel's variants are not cached on disk (disabled, emu, or cuda without a driver: such a
-// compile fails anyway, with the driver's error).
+// The persistent key of a variant (disk and remote tiers): everything its code depends on, as
+// text. Empty when the kernel's variants are not kept beyond memory (both tiers off, emu, or
+// cuda without a driver: such a compile fails anyway, with the driver's error).
 std::string disk_key(Kernel::State& k, const std::vector<int64_t>& key) {
-  if (k.jit->disk == nullptr || k.target->kind == "emu") return "";
+  if ((k.jit->disk == nullptr && k.jit->remote == nullptr) || k.target->kind == "emu") return "";
   std::call_once(k.disk_once, [&] {
     try {
       std::ostringstream out;
@@ -682,9 +686,29 @@ enum class DiskLoad {
              // device options, e.g. another stream): compile, and leave the entry alone
 };
 
+// Links and loads a cached image into `v`; false (and why) when it cannot be used.
+bool load_image(Kernel::State& k, const jit::CachedVariant& image, Variant& v,
+                std::string* problem) {
+  try {
+    StageTimes ignored;  // the whole load counts as cache time
+    v.device = jit::load_device_binary(image.device, device_options(k), &ignored);
+    v.host = std::make_unique<jit::HostProgram>(k.jit->engine, image.host);
+    v.entry = v.host->function(k.name);
+    bind_kernels(v);
+    return true;
+  } catch (const Error& e) {
+    *problem = e.what();
+    v.host.reset();
+    v.device.reset();
+    v.entry = nullptr;
+    return false;
+  }
+}
+
 // A variant from the disk cache; a rejected or unloadable entry is reported, and the caller
 // compiles and replaces it.
 DiskLoad load_from_disk(Kernel::State& k, const std::string& key, Variant& v, StageTimes* times) {
+  if (k.jit->disk == nullptr) return DiskLoad::kOff;
   Clock::time_point start = Clock::now();
   jit::DiskCache::Lookup found = k.jit->disk->load(key);
   if (found.status == jit::DiskCache::Status::kMissing) return DiskLoad::kMissing;
@@ -696,40 +720,69 @@ DiskLoad load_from_disk(Kernel::State& k, const std::string& key, Variant& v, St
   if (jit::HostProgram::is_linked(k.jit->engine, found.variant.host.suffix)) {
     return DiskLoad::kInUse;
   }
-  try {
-    StageTimes ignored;  // the whole load counts as disk time
-    v.device = jit::load_device_binary(found.variant.device, device_options(k), &ignored);
-    v.host = std::make_unique<jit::HostProgram>(k.jit->engine, found.variant.host);
-    v.entry = v.host->function(k.name);
-    bind_kernels(v);
-  } catch (const Error& e) {
+  std::string problem;
+  if (!load_image(k, found.variant, v, &problem)) {
     PRIMJIT_LOG_WARNING << "disk cache entry '" << k.jit->disk->path_of(key)
-                        << "' cannot be loaded (" << e.what() << "); compiling kernel '" << k.name
+                        << "' cannot be loaded (" << problem << "); compiling kernel '" << k.name
                         << "' again";
-    v.host.reset();
-    v.device.reset();
-    v.entry = nullptr;
     return DiskLoad::kMissing;
   }
   times->disk_ms += ms_since(start);
+  PRIMJIT_LOG_INFO << "kernel '" << k.name << "': variant loaded from the disk cache";
   return DiskLoad::kLoaded;
 }
 
-// Makes one variant: from the disk cache, else by lowering and compiling it (and storing it
-// on disk). `*from_disk` says which.
+// A variant from the remote tier (written to disk too, for this machine's next process);
+// false when it has none that checks out (a bad value is reported: compile).
+bool load_from_remote(Kernel::State& k, const std::string& key, Variant& v, StageTimes* times) {
+  if (k.jit->remote == nullptr) return false;
+  Clock::time_point start = Clock::now();
+  jit::RemoteCache::Lookup found = k.jit->remote->get(key);
+  if (found.status == jit::RemoteCache::Status::kRejected) {
+    PRIMJIT_LOG_WARNING << found.problem << "; compiling kernel '" << k.name << "' locally";
+  }
+  if (found.status != jit::RemoteCache::Status::kHit) return false;
+  jit::CachedVariant image;
+  std::string problem;
+  if (!jit::decode_variant(found.payload, &image, &problem) ||
+      jit::HostProgram::is_linked(k.jit->engine, image.host.suffix) ||
+      !load_image(k, image, v, &problem)) {
+    if (!problem.empty()) {
+      PRIMJIT_LOG_WARNING << "remote cache value for kernel '" << k.name << "' cannot be used ("
+                          << problem << "); compiling it locally";
+    }
+    return false;
+  }
+  if (k.jit->disk != nullptr) k.jit->disk->store(key, image, &problem);
+  times->disk_ms += ms_since(start);
+  PRIMJIT_LOG_INFO << "kernel '" << k.name << "': variant loaded from the remote cache";
+  return true;
+}
+
+// Where a variant came from.
+enum class Source { kCompiled, kDisk, kRemote };
+
+// Makes one variant: from the disk cache, else the remote one, else by lowering and compiling
+// it (and storing it on disk and, when this machine may write, remotely). `*source` says which.
 std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> args,
                                          std::vector<int64_t> key, bool dynamic,
                                          const std::set<std::pair<size_t, size_t>>& symbolic,
-                                         bool* from_disk) {
+                                         Source* source) {
   auto variant = std::make_shared<Variant>();
   variant->key = std::move(key);
   StageTimes times;
-  *from_disk = false;
+  *source = Source::kCompiled;
   std::string cache_key = disk_key(k, variant->key);
   DiskLoad disk =
       cache_key.empty() ? DiskLoad::kOff : load_from_disk(k, cache_key, *variant, &times);
   if (disk == DiskLoad::kLoaded) {
-    *from_disk = true;
+    *source = Source::kDisk;
+    add_times(k, times);
+    return variant;
+  }
+  if (disk != DiskLoad::kInUse && !cache_key.empty() &&
+      load_from_remote(k, cache_key, *variant, &times)) {
+    *source = Source::kRemote;
     add_times(k, times);
     return variant;
   }
@@ -797,12 +850,16 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   times.load_ms = device_times.load_ms;
   bind_kernels(*variant);
 
-  if (disk == DiskLoad::kMissing) {
+  if (disk == DiskLoad::kMissing || (disk == DiskLoad::kOff && !cache_key.empty())) {
     start = Clock::now();
     std::string problem;
-    if (!k.jit->disk->store(cache_key, image, &problem)) {
+    if (k.jit->disk != nullptr && !k.jit->disk->store(cache_key, image, &problem)) {
       PRIMJIT_LOG_WARNING << problem << "; kernel '" << k.name
                           << "' works, but later processes will compile it again";
+    }
+    if (k.jit->remote != nullptr && k.jit->remote->can_write() &&
+        !k.jit->remote->put(cache_key, jit::encode_variant(image), &problem)) {
+      PRIMJIT_LOG_INFO << "kernel '" << k.name << "' not stored in the remote cache: " << problem;
     }
     times.disk_ms = ms_since(start);
   }
@@ -940,6 +997,7 @@ Jit::State::State(JitOptions o)
       }
     }
   }
+  setup_remote();
   std::ostringstream key;
   key << "primjit-variant 1\nprimjit " << version() << " build " << jit::library_build_id()
       << "\nllvm " << jit::llvm_version() << " " << engine.target_triple() << " "
@@ -947,9 +1005,43 @@ Jit::State::State(JitOptions o)
   host_key = key.str();
 }
 
+// The remote tier, when an address is configured: it needs the team key (never trusted
+// without it). Set explicitly in JitOptions, a problem is an error; from the environment, a
+// warning once and no remote tier.
+void Jit::State::setup_remote() {
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v != nullptr ? v : "");
+  };
+  bool explicit_url = !options.remote_cache.empty();
+  std::string url = explicit_url ? options.remote_cache : env("PRIMJIT_CACHE_REMOTE");
+  if (url.empty() || options.disk_cache == DiskCacheMode::kDisabled) return;
+  try {
+    jit::RemoteOptions remote_options;
+    std::string problem;
+    PRIMJIT_USER_CHECK(jit::parse_redis_url(url, &remote_options, &problem)) << problem;
+    remote_options.budget = std::chrono::milliseconds(options.remote_budget_ms);
+    std::string key_file =
+        options.remote_key_file.empty() ? env("PRIMJIT_CACHE_KEY_FILE") : options.remote_key_file;
+    PRIMJIT_USER_CHECK(!key_file.empty())
+        << "the remote cache " << url
+        << " needs the team's key (PRIMJIT_CACHE_KEY_FILE): its values are never trusted "
+           "without it";
+    remote = std::make_unique<jit::RemoteCache>(remote_options, jit::TeamKey::load(key_file));
+  } catch (const Error& e) {
+    if (explicit_url) throw;
+    static std::once_flag once;
+    std::call_once(
+        once, [&] { PRIMJIT_LOG_WARNING << e.what() << "; continuing without the remote cache"; });
+  }
+}
+
 Jit::State::~State() {
   if (disk != nullptr) {
-    disk->record({.memory_hits = memory_hits, .disk_hits = disk_hits, .compiles = compiles});
+    disk->record({.memory_hits = memory_hits,
+                  .disk_hits = disk_hits,
+                  .remote_hits = remote_hits,
+                  .compiles = compiles});
   }
 }
 
@@ -1155,6 +1247,10 @@ static bool build_call_key(Kernel::State& k, std::span<const Arg> args, KeyBuffe
   return dynamic;
 }
 
+static void count_source(Kernel::State& k, Source source) {
+  ++(source == Source::kDisk ? k.disk_hits : source == Source::kRemote ? k.remote_hits : k.misses);
+}
+
 // Records a compile about to start (k.mutex held): its reason, its key among the distinct and
 // the recent ones, and which dimensions changed from the previous key.
 static void record_compile(Kernel::State& k, const std::vector<int64_t>& key, uint64_t hash,
@@ -1287,10 +1383,9 @@ static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State
     } else if (acc->second->fingerprint != k.fingerprint || !(acc->second->key == full_key)) {
       // A 64-bit hash collision with another kernel or key: compile without caching.
       acc.release();
-      bool from_disk = false;
-      std::shared_ptr<Variant> v =
-          compile_variant(k, args, full_key, dynamic, symbolic, &from_disk);
-      ++(from_disk ? k.disk_hits : k.misses);
+      Source source = Source::kCompiled;
+      std::shared_ptr<Variant> v = compile_variant(k, args, full_key, dynamic, symbolic, &source);
+      count_source(k, source);
       return v;
     }
     entry = acc->second;
@@ -1306,16 +1401,13 @@ static std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State
     }
     PRIMJIT_LOG_INFO << "kernel '" << k.name << "': making a variant (" << reason << ")";
     try {
-      bool from_disk = false;
-      std::shared_ptr<Variant> v =
-          compile_variant(k, args, full_key, dynamic, symbolic, &from_disk);
+      Source source = Source::kCompiled;
+      std::shared_ptr<Variant> v = compile_variant(k, args, full_key, dynamic, symbolic, &source);
       v->kernel = state;
-      if (from_disk) {
-        ++k.disk_hits;
+      count_source(k, source);
+      if (source != Source::kCompiled) {
         std::lock_guard<std::mutex> lock(k.mutex);
-        mark_reason(k, reason_index, " (disk cache)");
-      } else {
-        ++k.misses;
+        mark_reason(k, reason_index, source == Source::kDisk ? " (disk cache)" : " (remote cache)");
       }
       promise.set_value(Outcome{v, ""});
     } catch (const std::exception& e) {
@@ -1452,11 +1544,12 @@ KernelStats Kernel::stats() const {
   s.hits = k.hits + fast_hits;
   s.misses = k.misses;
   s.disk_hits = k.disk_hits;
+  s.remote_hits = k.remote_hits;
   s.evictions = k.evictions;
   std::lock_guard<std::mutex> lock(k.mutex);
   s.compile = k.times;
   s.reasons.assign(k.reasons.begin(), k.reasons.end());
-  s.variants = s.misses + s.disk_hits - k.failed - s.evictions;
+  s.variants = s.misses + s.disk_hits + s.remote_hits - k.failed - s.evictions;
   return s;
 }
 

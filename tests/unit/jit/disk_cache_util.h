@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -17,6 +22,8 @@
 #include "primjit/jit.h"
 #include "primjit/log.h"
 #include "primjit/tensor.h"
+
+extern char** environ;  // NOLINT: for posix_spawn
 
 namespace primjit::test::disk {
 
@@ -130,5 +137,42 @@ class Warnings {
   std::mutex mutex_;
   std::vector<std::string> lines_;
 };
+
+struct ChildStats {
+  uint64_t misses = 0, disk_hits = 0, remote_hits = 0;
+  double host_ms = -1, passes_ms = -1;
+  int ok = 0;
+};
+
+// Starts this program as a child running DiskCacheChild.Run; returns its pid.
+inline pid_t spawn_child(const std::string& dir, const std::string& out) {
+  std::vector<std::string> env_strings = {"PRIMJIT_TEST_CHILD_DIR=" + dir,
+                                          "PRIMJIT_TEST_CHILD_OUT=" + out};
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "PRIMJIT_TEST_CHILD_", 19) != 0) env_strings.emplace_back(*e);
+  }
+  std::vector<char*> env;
+  for (std::string& s : env_strings) env.push_back(s.data());
+  env.push_back(nullptr);
+  std::string self = fs::read_symlink("/proc/self/exe").string();
+  std::string filter = "--gtest_filter=DiskCacheChild.DISABLED_Run";
+  std::string disabled = "--gtest_also_run_disabled_tests";
+  std::string brief = "--gtest_brief=1";
+  char* argv[] = {self.data(), filter.data(), disabled.data(), brief.data(), nullptr};
+  pid_t pid = 0;
+  EXPECT_EQ(posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, env.data()), 0);
+  return pid;
+}
+
+inline ChildStats wait_child(pid_t pid, const std::string& out) {
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  ChildStats s;
+  std::ifstream in(out);
+  in >> s.misses >> s.disk_hits >> s.host_ms >> s.passes_ms >> s.ok >> s.remote_hits;
+  EXPECT_TRUE(in.good() || in.eof()) << "no stats from the child";
+  return s;
+}
 
 }  // namespace primjit::test::disk

@@ -1,4 +1,4 @@
-#include "jit/runtime/mac.h"
+#include "jit/runtime/crypto.h"
 
 #include "primjit/error.h"
 
@@ -48,6 +48,45 @@ bool mac_equal(const unsigned char* a, const unsigned char* b) {
   return crypto_verify_32(a, b) == 0;
 }
 
+namespace {
+std::string concat(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (std::string_view p : parts) out.append(p);
+  return out;
+}
+}  // namespace
+
+void new_signing_keys(std::string* public_key, std::string* secret_key) {
+  init_sodium();
+  public_key->assign(kSignPublicBytes, '\0');
+  secret_key->assign(kSignSecretBytes, '\0');
+  crypto_sign_keypair(reinterpret_cast<unsigned char*>(public_key->data()),
+                      reinterpret_cast<unsigned char*>(secret_key->data()));
+}
+
+std::string sign(std::string_view secret_key, std::initializer_list<std::string_view> parts) {
+  init_sodium();
+  PRIMJIT_ICHECK(secret_key.size() == kSignSecretBytes)
+      << "signing key of " << secret_key.size() << " bytes";
+  std::string message = concat(parts);
+  std::string signature(kSignatureBytes, '\0');
+  crypto_sign_detached(reinterpret_cast<unsigned char*>(signature.data()), nullptr,
+                       reinterpret_cast<const unsigned char*>(message.data()), message.size(),
+                       reinterpret_cast<const unsigned char*>(secret_key.data()));
+  return signature;
+}
+
+bool verify_signature(std::string_view public_key, std::string_view signature,
+                      std::initializer_list<std::string_view> parts) {
+  init_sodium();
+  if (public_key.size() != kSignPublicBytes || signature.size() != kSignatureBytes) return false;
+  std::string message = concat(parts);
+  return crypto_sign_verify_detached(
+             reinterpret_cast<const unsigned char*>(signature.data()),
+             reinterpret_cast<const unsigned char*>(message.data()), message.size(),
+             reinterpret_cast<const unsigned char*>(public_key.data())) == 0;
+}
+
 #else  // no libsodium
 
 bool mac_available(std::string* why) {
@@ -69,6 +108,19 @@ Mac compute_mac(std::string_view, std::initializer_list<std::string_view>) {
 }
 
 bool mac_equal(const unsigned char*, const unsigned char*) { return false; }
+
+void new_signing_keys(std::string*, std::string*) {
+  PRIMJIT_ICHECK(false) << "no signatures without libsodium";
+}
+
+std::string sign(std::string_view, std::initializer_list<std::string_view>) {
+  PRIMJIT_ICHECK(false) << "no signatures without libsodium";
+  return "";
+}
+
+bool verify_signature(std::string_view, std::string_view, std::initializer_list<std::string_view>) {
+  return false;
+}
 
 #endif
 
