@@ -300,7 +300,9 @@ int access_lanes(const char* node, const Buffer& buffer, const std::vector<Expr>
 
 Expr BufferLoad::make(Buffer buffer, std::vector<Expr> indices) {
   int lanes = access_lanes("BufferLoad", buffer, indices);
-  DataType t = buffer->dtype.with_lanes(buffer->dtype.lanes() * lanes);
+  const int total = buffer->dtype.lanes() * lanes;
+  if (total > kMaxLanes) check_lanes(total, ("BufferLoad of '" + buffer->name + "'").c_str());
+  DataType t = buffer->dtype.with_lanes(total);
   return Expr(new BufferLoad(t, std::move(buffer), std::move(indices)));
 }
 
@@ -309,6 +311,7 @@ Expr Ramp::make(Expr base, Expr stride, int lanes) {
   PRIMJIT_USER_CHECK(base.dtype().is_integer() && base.dtype().is_scalar())
       << "Ramp: base and stride must be scalar integers, got " << base.dtype();
   PRIMJIT_USER_CHECK(lanes >= 2) << "Ramp: needs at least 2 lanes, got " << lanes;
+  check_lanes(lanes, "Ramp");
   DataType t = base.dtype().with_lanes(lanes);
   return Expr(new Ramp(t, std::move(base), std::move(stride), lanes));
 }
@@ -318,6 +321,7 @@ Expr Broadcast::make(Expr value, int lanes) {
   PRIMJIT_USER_CHECK(value.dtype().is_scalar())
       << "Broadcast: value must be a scalar, got " << value.dtype();
   PRIMJIT_USER_CHECK(lanes >= 2) << "Broadcast: needs at least 2 lanes, got " << lanes;
+  check_lanes(lanes, "Broadcast");
   DataType t = value.dtype().with_lanes(lanes);
   return Expr(new Broadcast(t, std::move(value), lanes));
 }
