@@ -113,6 +113,15 @@ void check_format(DataType dtype, const std::vector<Expr>& args) {
 
 }  // namespace
 
+void detail::expr_too_deep(NodeKind kind, int depth) {
+  PRIMJIT_USER_ERROR() << "expression nesting depth " << depth << " exceeds the limit of "
+                       << kMaxExprDepth << " (primjit::kMaxExprDepth) at node kind "
+                       << node_kind_name(kind)
+                       << "; bind parts of the expression to variables (T.Bind, T.Let) so that "
+                          "no expression is nested more than "
+                       << kMaxExprDepth << " deep";
+}
+
 // --- handles ----------------------------------------------------------------------------------
 
 Var Var::make(std::string name, DataType dtype, bool is_size_var) {

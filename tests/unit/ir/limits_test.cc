@@ -66,5 +66,76 @@ TEST(Lanes, TheParserReportsTheLimitAtTheExpression) {
   }
 }
 
+// --- expression depth -------------------------------------------------------------------------
+
+TEST(ExprDepth, IsRecordedByMake) {
+  Var x = Var::make("x", f32);
+  EXPECT_EQ(x->depth, 1);
+  Expr sum = Add::make(x, Mul::make(x, x));
+  EXPECT_EQ(sum->depth, 3);
+  Buffer a = Buffer::make("A", f32, {make_const(4)});
+  EXPECT_EQ(BufferLoad::make(a, {Add::make(make_const(1), make_const(2))})->depth, 3);
+  EXPECT_EQ(Select::make(LT::make(x, x), sum, x)->depth, 4);
+}
+
+TEST(ExprDepth, ABuilderChainOf100000TermsIsAnErrorNotACrash) {
+  namespace pb = primjit::builder;
+  pb::FunctionBuilder f("deep");
+  pb::BufferRef A = f.arg_buffer("A", {4}, f32);
+  std::string message = test::error_of([&] {
+    Expr sum = A[0];
+    for (int i = 1; i < 100000; ++i) sum = sum + Expr(A[i % 4]);
+  });
+  EXPECT_NE(message.find("expression nesting depth 1001 exceeds the limit of 1000"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("bind parts of the expression to variables"), std::string::npos);
+}
+
+TEST(ExprDepth, EveryNodeKindCountsItsOperands) {
+  Var x = Var::make("x", f32);
+  Expr e = x;
+  for (int i = 1; i < kMaxExprDepth; ++i) e = Cast::make(f32, e);
+  EXPECT_EQ(e->depth, kMaxExprDepth);
+  EXPECT_ERROR_CONTAINS(LT::make(e, x), "depth 1001 exceeds the limit of 1000 (primjit::kMax");
+  EXPECT_ERROR_CONTAINS(Call::make(f32, Op::get("fabs"), {e}), "depth 1001 exceeds the limit");
+  EXPECT_ERROR_CONTAINS(Let::make(Var::make("y", f32), e, x), "depth 1001 exceeds the limit");
+  EXPECT_ERROR_CONTAINS(Broadcast::make(e, 4), "depth 1001 exceeds the limit");
+}
+
+// A chain `A[0] + A[1] + ... ` of `terms` loads, as text.
+std::string chain_text(int terms) {
+  std::string text =
+      "@T.prim_func\n"
+      "def main(A: T.Buffer((4,), \"float32\")):\n"
+      "    A[0] = A[0]";
+  for (int i = 1; i < terms; ++i) text += " + A[" + std::to_string(i % 4) + "]";
+  return text + "\n";
+}
+
+TEST(ExprDepth, TheParserRejectsTooDeepTextWithItsLocation) {
+  try {
+    parse(chain_text(100000), "deep.tir");
+    FAIL() << "expected a ParseError";
+  } catch (const ParseError& e) {
+    EXPECT_EQ(e.file(), "deep.tir");
+    EXPECT_EQ(e.line(), 3);
+    EXPECT_NE(e.message().find("expression nesting depth 1001 exceeds the limit of 1000"),
+              std::string::npos)
+        << e.message();
+  }
+}
+
+TEST(ExprDepth, AnExpressionAtTheLimitPrintsParsesAndCompares) {
+  // 999 loads of depth 2: the chain is 1 + 998 + 1 = 1000 deep.
+  IRModule m = parse(chain_text(kMaxExprDepth - 1));
+  const auto* store = m->lookup("main")->body.as<BufferStore>();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->value->depth, kMaxExprDepth);
+  IRModule again = parse(print(m));
+  EXPECT_TRUE(structural_equal(m, again));
+  EXPECT_EQ(structural_hash(m), structural_hash(again));
+}
+
 }  // namespace
 }  // namespace primjit
