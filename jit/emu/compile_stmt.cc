@@ -219,18 +219,26 @@ class AllocNode : public CStmt {
     ex.stmt = this;
     const Buffer& b = buffer_->buffer;
     int64_t count = 1;
+    bool overflow = false;
     if (buffer_->strides.empty()) {
-      for (const CExprPtr& e : buffer_->shape) count *= e->eval(ex).i;
+      for (const CExprPtr& e : buffer_->shape)
+        overflow |= __builtin_mul_overflow(count, e->eval(ex).i, &count);
     } else {
       for (size_t d = 0; d < buffer_->shape.size(); ++d) {
         const int64_t extent = buffer_->shape[d]->eval(ex).i;
-        count = extent == 0 ? 0 : count + (extent - 1) * buffer_->strides[d]->eval(ex).i;
+        int64_t span = 0;
+        overflow |= __builtin_mul_overflow(extent - 1, buffer_->strides[d]->eval(ex).i, &span) ||
+                    __builtin_add_overflow(count, span, &count);
+        if (extent == 0) count = 0;
       }
     }
-    PRIMJIT_USER_CHECK(count >= 0)
+    PRIMJIT_USER_CHECK(count >= 0 || overflow)
         << "allocation of buffer '" << b->name << "' has a negative size (" << count << " elements)"
         << ex.where();
-    const int64_t bytes = count * buffer_->elem_bytes;
+    int64_t bytes = 0;
+    overflow |= __builtin_mul_overflow(count, buffer_->elem_bytes, &bytes);
+    PRIMJIT_USER_CHECK(!overflow) << "allocation of buffer '" << b->name
+                                  << "' needs more bytes than an int64 can count" << ex.where();
     const std::string& scope = b->scope();
     const bool shared = scope.rfind("shared", 0) == 0;
     Allocation* alloc = nullptr;

@@ -54,5 +54,33 @@ TEST(ExprDepth, JustUnderTheLimitRunsEndToEndOnLlvmAndEmu) {
   }
 }
 
+// --- sizes beyond int64 ---------------------------------------------------------------------
+
+TEST(HugeShape, TensorZerosRefusesShapesWhoseSizeOverflows) {
+  // 2^32 * 2^32 * 16 wrapped to 0 elements: a 0-byte buffer indexed as if it were huge.
+  EXPECT_ERROR_CONTAINS(Tensor::zeros({int64_t{1} << 32, int64_t{1} << 32, 16}, f32),
+                        "Tensor::zeros: shape [4294967296, 4294967296, 16] has more elements "
+                        "than an int64 can count");
+  // 2^62 elements fit in int64, their bytes do not.
+  EXPECT_ERROR_CONTAINS(Tensor::zeros({int64_t{1} << 31, int64_t{1} << 31}, f32),
+                        "Tensor::zeros: shape [2147483648, 2147483648] of float32 needs more than "
+                        "9223372036854775807 bytes");
+  // A zero dimension empties any shape.
+  EXPECT_EQ(Tensor::zeros({int64_t{1} << 40, 0, int64_t{1} << 40}, f32).nbytes(), 0u);
+}
+
+TEST(HugeShape, NumElementsOfADLTensorRefusesAnOverflowingShape) {
+  float data[1] = {};
+  int64_t shape[3] = {int64_t{1} << 32, int64_t{1} << 32, 16};
+  DLTensor t{data, {kDLCPU, 0}, 3, {kDLFloat, 32, 1}, shape, nullptr, 0};
+  EXPECT_ERROR_CONTAINS(num_elements(t),
+                        "the shape of the tensor float32[4294967296, 4294967296, 16] on cpu has "
+                        "more elements than an int64 can count");
+  size_t bytes = 0;
+  EXPECT_FALSE(checked_bytes(f32, int64_t{1} << 62, &bytes));
+  EXPECT_TRUE(checked_bytes(f32, 1000, &bytes));
+  EXPECT_EQ(bytes, 4000u);
+}
+
 }  // namespace
 }  // namespace primjit
