@@ -81,6 +81,9 @@ struct DimRule {
   enum Kind : uint8_t { kConstant, kVariable, kExpression } kind = kExpression;
   int64_t value = 0;  // kConstant
   int variable = -1;  // kVariable
+  // The largest extent the dimension's dtype holds: an int32 shape variable cannot take 2^31
+  // (the compiled code would see it truncated).
+  int64_t max = INT64_MAX;
 };
 
 struct ParamInfo {
@@ -473,6 +476,13 @@ void check_arguments(const Kernel::State& k, std::span<const Arg> args) {
     for (int d = 0; d < t->ndim; ++d) {
       PRIMJIT_USER_CHECK(t->shape[d] >= 0)
           << where(i) << ": dimension " << d << " is negative (" << t->shape[d] << ")";
+      const Expr& dim = p.buffer->shape[static_cast<size_t>(d)];
+      PRIMJIT_USER_CHECK(t->shape[d] <= p.dims[static_cast<size_t>(d)].max)
+          << where(i) << ": shape[" << d << "] = " << t->shape[d] << " does not fit in "
+          << dim.dtype() << ", the dtype of " << p.name << ".shape[" << d << "]"
+          << (dim.as<VarNode>() ? " ('" + dim.as<VarNode>()->name + "')" : std::string())
+          << "; declare the shape as " << DataType::Int(64)
+          << " (e.g. n = T.int64()) for dimensions of 2^31 or more";
     }
   }
   // Shapes against constants and against each other (a variable's first appearance binds it).
@@ -989,6 +999,7 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
     ParamInfo info{b.defined() ? b->name : p->name, b, b.defined() ? b->dtype : p.dtype(), {}};
     for (size_t d = 0; b.defined() && d < b->shape.size(); ++d) {
       DimRule rule;
+      rule.max = b->shape[d].dtype().max_int_value();
       if (auto c = as_const_int(b->shape[d])) {
         rule.kind = DimRule::kConstant;
         rule.value = *c;
@@ -1094,14 +1105,14 @@ static inline bool fast_key(const Kernel::State& k, std::span<const Arg> args, K
     key->push_inline(t->ndim);
     for (int d = 0; d < p.ndim; ++d, ++bit) {
       int64_t extent = t->shape[d];
-      if (extent < 0) return false;
+      const DimRule& rule = k.params[i].dims[static_cast<size_t>(d)];
+      if (extent < 0 || extent > rule.max) return false;
       if (!dynamic && !(mask >> bit & 1)) {
         key->push_inline(extent);
         continue;
       }
       // A symbolic dimension is not in the key: check it against its rule here.
       key->push_inline(kSymbolic);
-      const DimRule& rule = k.params[i].dims[static_cast<size_t>(d)];
       if (rule.kind == DimRule::kConstant && extent != rule.value) return false;
       if (rule.kind == DimRule::kVariable) {
         uint32_t b = uint32_t{1} << rule.variable;

@@ -77,6 +77,12 @@ class DataType {
   constexpr bool is_scalar() const { return lanes_ == 1; }
   constexpr bool is_vector() const { return lanes_ > 1; }
 
+  /// For int, uint and bool: the largest value of one lane, in int64 (uint64 saturates).
+  constexpr int64_t max_int_value() const {
+    if (bits_ >= 64) return INT64_MAX;
+    return is_int() ? (int64_t{1} << (bits_ - 1)) - 1 : (int64_t{1} << bits_) - 1;
+  }
+
   constexpr DataType element_of() const { return with_lanes(1); }
   constexpr DataType with_lanes(int lanes) const { return {code_, bits_, lanes}; }
   constexpr DataType with_bits(int bits) const { return {code_, bits, lanes_}; }

@@ -54,6 +54,73 @@ TEST(ExprDepth, JustUnderTheLimitRunsEndToEndOnLlvmAndEmu) {
   }
 }
 
+// --- dimensions beyond their shape variable's dtype ----------------------------------------
+
+// A DLTensor over `data` whose shape claims `n` elements (only its first few exist).
+struct ClaimedTensor {
+  float data[8] = {};
+  int64_t shape[1];
+  DLTensor dl;
+  explicit ClaimedTensor(int64_t n)
+      : shape{n}, dl{data, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, nullptr, 0} {}
+};
+
+TEST(HugeDimension, AnInt32ShapeVariableRefusesTwoToThe31BeforeAnyAccess) {
+  const int64_t huge = int64_t{1} << 31;  // as int32: -2147483648
+  for (Policy policy : {Policy::kDynamic, Policy::kExact}) {
+    for (Target target : {Target::llvm(), Target::emu()}) {
+      Jit jit;
+      Kernel k = jit.kernel(scale_function(), {.target = target, .policy = policy});
+      ClaimedTensor a(huge), b(huge);
+      EXPECT_ERROR_CONTAINS(k(&a.dl, &b.dl, 2.0f),
+                            "argument #0 ('A') of 'scale': shape[0] = 2147483648 does not fit in "
+                            "int32, the dtype of A.shape[0] ('n'); declare the shape as int64");
+      EXPECT_EQ(k.stats().misses, 0u) << "nothing is compiled for a bad call";
+    }
+  }
+}
+
+TEST(HugeDimension, ACachedDynamicVariantChecksTooAndInt64ShapesAreAccepted) {
+  Jit jit;
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kDynamic});
+  test::Pair small(8);
+  k(small.a, small.b, 2.0f);  // compiles the dynamic variant; later calls take the fast path
+  small.expect_scaled(2.0f);
+  ClaimedTensor a((int64_t{1} << 32) + 8), b((int64_t{1} << 32) + 8);
+  EXPECT_ERROR_CONTAINS(k(&a.dl, &b.dl, 2.0f), "shape[0] = 4294967304 does not fit in int32");
+  // With an int64 shape variable the same dimension is a legal argument (the loop would then
+  // run over it, so the check is only that it is not refused).
+  PrimFunc wide = parse(R"(
+@T.prim_func
+def first(a: T.handle, b: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int64()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (1,), "float32")
+    B[0] = A[0] + T.Cast("float32", n % T.int64(1000))
+)")
+                      ->lookup("first");
+  Kernel first = jit.kernel(wide, {.policy = Policy::kDynamic});
+  Tensor out = Tensor::zeros({1}, f32);
+  a.data[0] = 1;
+  first(&a.dl, out);
+  EXPECT_EQ(out.data<float>()[0], 1.0f + static_cast<float>(((int64_t{1} << 32) + 8) % 1000));
+}
+
+TEST(HugeDimension, ThePackedApiChecksTheDimensionItself) {
+  // Called without the JIT's argument checks (the interpreter packs the arguments itself), the
+  // packed function's own assert refuses the dimension.
+  IRModule lowered = passes::run_passes(
+      IRModule::make({{GlobalVar::make("scale"), scale_function()}}), passes::default_pipeline());
+  jit::emu::Interpreter interp(lowered);
+  ClaimedTensor a(int64_t{1} << 31), b(int64_t{1} << 31);
+  EXPECT_ERROR_CONTAINS(interp.run("scale", {jit::emu::Arg(&a.dl), jit::emu::Arg(&b.dl), 2.0f}),
+                        "Invalid A.shape[0] on argument #0");
+  EXPECT_ERROR_CONTAINS(interp.run("scale", {jit::emu::Arg(&a.dl), jit::emu::Arg(&b.dl), 2.0f}),
+                        "expected at most 2147483647 (n is int32; declare it int64 for larger "
+                        "dimensions), got 2147483648");
+}
+
 // --- sizes beyond int64 ---------------------------------------------------------------------
 
 TEST(HugeShape, TensorZerosRefusesShapesWhoseSizeOverflows) {
