@@ -64,6 +64,18 @@ std::string Program::function_by_symbol(const std::string& symbol) const {
   return "";
 }
 
+void Session::charge_steps(int64_t n, const Exec& ex) {
+  const uint64_t max = program.options.max_steps;
+  const uint64_t total = steps_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed) +
+                         static_cast<uint64_t>(n);
+  PRIMJIT_USER_CHECK(max == 0 || total <= max)
+      << "the interpreter's step budget of " << max
+      << " steps (emu::Options::max_steps; a step is a loop iteration or a thread of a launch) "
+         "is used up"
+      << ex.where() << "; raise Options::max_steps (0: no limit) if the program is meant to run "
+      << "this long";
+}
+
 Allocation* Session::make_owned(std::string name, AllocKind kind, int64_t size) {
   auto alloc = Allocation::make_owned(std::move(name), "", size, 16, false, false);
   alloc->kind = kind;
