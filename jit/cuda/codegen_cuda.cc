@@ -693,7 +693,10 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
     }
     std::string name = names_.unique(v->name);
     var_names_[v.get()] = name;
-    if (op->for_kind == ForKind::kUnrolled) w_.line("#pragma unroll");
+    if (op->for_kind == ForKind::kUnrolled &&
+        passes::unroll_within_limit(*op, m_.options.max_unroll, "CUDA code generation")) {
+      w_.line("#pragma unroll");
+    }
     w_.open("for (" + type + " " + name + " = " + min.text + "; " + name + " < " +
             wrap(end, kRel - 1) + "; ++" + name + ")");
     {

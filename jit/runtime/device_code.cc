@@ -165,6 +165,7 @@ DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
   Clock::time_point start = Clock::now();
   CudaCodegenOptions codegen_options;
   codegen_options.fast_math = device_options.fast_math;
+  codegen_options.max_unroll = device_options.max_unroll;
   CudaModuleSource source = codegen_cuda(lowered, codegen_options);
   times->device_codegen_ms += ms_since(start);
   dump_source(source);

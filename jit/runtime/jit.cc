@@ -622,6 +622,9 @@ std::string disk_key(Kernel::State& k, const std::vector<int64_t>& key) {
 #endif
             << "\n";
       }
+      if (k.options.max_unroll != passes::kDefaultMaxUnroll) {
+        out << "max_unroll " << k.options.max_unroll << "\n";
+      }
       out << "function " << k.name << "\n" << print(k.module);
       k.disk_prefix = out.str();
     } catch (const Error& e) {
@@ -662,7 +665,7 @@ void bind_kernels(Variant& v) {
 }
 
 jit::DeviceOptions device_options(const Kernel::State& k) {
-  return jit::DeviceOptions{k.options.fast_math, k.options.cuda_stream};
+  return jit::DeviceOptions{k.options.fast_math, k.options.cuda_stream, k.options.max_unroll};
 }
 
 // What the disk cache had for a variant.
@@ -774,7 +777,7 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   std::exception_ptr host_error;
   try {
     start = Clock::now();
-    image.host = jit::compile_host(k.jit->engine, lowered);
+    image.host = jit::compile_host(k.jit->engine, lowered, {k.options.max_unroll});
     variant->host = std::make_unique<jit::HostProgram>(k.jit->engine, image.host);
     variant->entry = variant->host->function(k.name);
     times.host_ms = ms_since(start);
@@ -975,6 +978,7 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
       << "Jit::kernel: function '" << name << "' is private; only public functions are kernels";
   PRIMJIT_USER_CHECK(options.auto_threshold >= 1) << "KernelOptions::auto_threshold must be >= 1";
   PRIMJIT_USER_CHECK(options.recompile_limit >= 1) << "KernelOptions::recompile_limit must be >= 1";
+  PRIMJIT_USER_CHECK(options.max_unroll >= 0) << "KernelOptions::max_unroll must be >= 0";
   auto state = std::make_shared<Kernel::State>();
   state->jit = state_;
   state->original = func;
@@ -992,7 +996,8 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
   // Variants are shared by kernels of one function, target and device options.
   state->fingerprint = structural_hash(state->module) ^ std::hash<std::string>()(target.str()) ^
                        (std::hash<void*>()(options.cuda_stream) * 31) ^
-                       (options.fast_math ? 0x5bd1e995u : 0u);
+                       (options.fast_math ? 0x5bd1e995u : 0u) ^
+                       (std::hash<int64_t>()(options.max_unroll) * 0x9e3779b97f4a7c15u);
   std::map<const VarNode*, int> variables;
   for (const Var& p : func->params) {
     Buffer b = func->buffer_of(p);

@@ -149,5 +149,56 @@ TEST(HugeShape, NumElementsOfADLTensorRefusesAnOverflowingShape) {
   EXPECT_EQ(bytes, 4000u);
 }
 
+// --- T.unroll beyond the unroll limit --------------------------------------------------------
+
+PrimFunc unroll_function(int64_t iterations) {
+  return parse(R"(
+@T.prim_func
+def add_index(a: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    A = T.match_buffer(a, ()" +
+               std::to_string(iterations) + R"(,), "float32")
+    for i in T.unroll()" +
+               std::to_string(iterations) + R"():
+        A[i] = A[i] + T.Cast("float32", i)
+)")
+      ->lookup("add_index");
+}
+
+std::string host_llvm(const PrimFunc& f, int64_t max_unroll) {
+  IRModule lowered = passes::run_passes(IRModule::make({{GlobalVar::make("add_index"), f}}),
+                                        passes::default_pipeline());
+  return jit::to_llvm_text(jit::codegen_llvm(lowered, "", {.max_unroll = max_unroll}));
+}
+
+TEST(UnrollLimit, TheLlvmHintStopsAtTheConfiguredLimit) {
+  EXPECT_EQ(host_llvm(unroll_function(65536), passes::kDefaultMaxUnroll).find("unroll.full"),
+            std::string::npos);
+  EXPECT_NE(host_llvm(unroll_function(64), passes::kDefaultMaxUnroll).find("unroll.full"),
+            std::string::npos);
+  EXPECT_EQ(host_llvm(unroll_function(64), 63).find("unroll.full"), std::string::npos);
+}
+
+TEST(UnrollLimit, A65536IterationLoopCompilesAsALoopAndComputesTheRightResult) {
+  Jit jit;
+  Kernel k = jit.kernel(unroll_function(65536));
+  Tensor a = Tensor::zeros({65536}, f32);
+  k(a);
+  for (int i = 0; i < 65536; i += 4097) ASSERT_EQ(a.data<float>()[i], static_cast<float>(i));
+  EXPECT_EQ(a.data<float>()[65535], 65535.0f);
+  EXPECT_ERROR_CONTAINS(jit.kernel(unroll_function(4), {.max_unroll = -1}),
+                        "KernelOptions::max_unroll must be >= 0");
+}
+
+TEST(UnrollLimit, ThePassTakesTheLimitAsAnArgument) {
+  IRModule m = IRModule::make({{GlobalVar::make("add_index"), unroll_function(8)}});
+  std::string unrolled = print(passes::run_passes(m, {"UnrollLoops"}));
+  EXPECT_EQ(unrolled.find("for i"), std::string::npos) << unrolled;
+  std::string kept = print(passes::run_passes(m, {"UnrollLoops{max=4}"}));
+  EXPECT_NE(kept.find("for i in range(8):"), std::string::npos) << kept;
+  EXPECT_ERROR_CONTAINS(passes::run_passes(m, {"UnrollLoops{limit=4}"}),
+                        "UnrollLoops takes one argument, max");
+}
+
 }  // namespace
 }  // namespace primjit
