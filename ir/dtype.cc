@@ -28,15 +28,33 @@ bool valid_bits(DataType::Code code, int bits) {
   }
 }
 
+// Splits "float32x4" into "float32" and 4; without a lane suffix, `lanes` is 1. False when the
+// suffix is not a number of at least 2 lanes (too many lanes are the caller's to reject).
+bool split_lanes(std::string_view* text, int* lanes) {
+  *lanes = 1;
+  size_t x = text->rfind('x');
+  if (x == std::string_view::npos || x + 1 >= text->size() || (*text)[x + 1] < '0' ||
+      (*text)[x + 1] > '9') {
+    return true;
+  }
+  if (!parse_number(text->substr(x + 1), lanes) || *lanes < 2) return false;
+  *text = text->substr(0, x);
+  return true;
+}
+
 }  // namespace
+
+void check_lanes(int lanes, const char* what) {
+  PRIMJIT_USER_CHECK(lanes >= 1) << what << " needs at least 1 lane, got " << lanes;
+  PRIMJIT_USER_CHECK(lanes <= kMaxLanes)
+      << what << " has " << lanes << " lanes, more than the limit of " << kMaxLanes
+      << " lanes per vector (primjit::kMaxLanes); split it into vectors of at most " << kMaxLanes
+      << " lanes";
+}
 
 bool DataType::try_parse(std::string_view text, DataType* out) {
   int lanes = 1;
-  if (size_t x = text.rfind('x'); x != std::string_view::npos && x + 1 < text.size() &&
-                                  text[x + 1] >= '0' && text[x + 1] <= '9') {
-    if (!parse_number(text.substr(x + 1), &lanes) || lanes < 2 || lanes > 65535) return false;
-    text = text.substr(0, x);
-  }
+  if (!split_lanes(&text, &lanes) || lanes > kMaxLanes) return false;
   if (text == "bool") {
     *out = Bool(lanes);
     return true;
@@ -76,11 +94,16 @@ bool DataType::try_parse(std::string_view text, DataType* out) {
 
 DataType DataType::parse(std::string_view text) {
   DataType dtype;
-  PRIMJIT_USER_CHECK(try_parse(text, &dtype))
+  if (try_parse(text, &dtype)) return dtype;
+  std::string_view element = text;
+  int lanes = 1;
+  if (split_lanes(&element, &lanes) && lanes > kMaxLanes && try_parse(element, &dtype)) {
+    check_lanes(lanes, ("dtype \"" + std::string(text) + "\"").c_str());
+  }
+  PRIMJIT_USER_ERROR()
       << "unknown dtype \"" << text
       << "\"; expected int8/16/32/64, uint8/16/32/64, float16/32/64, bfloat16, float8_e4m3fn, "
          "float8_e5m2, bool or handle, optionally with lanes as in \"float32x4\"";
-  return dtype;
 }
 
 std::string DataType::str() const {
@@ -138,7 +161,7 @@ int DataType::dlpack_code() const {
 }
 
 bool DataType::from_dlpack(int code, int bits, int lanes, DataType* out) {
-  if (lanes < 1 || lanes > 65535) return false;
+  if (lanes < 1 || lanes > kMaxLanes) return false;
   DataType t;
   switch (code) {
     case dl::kInt:

@@ -113,6 +113,15 @@ void check_format(DataType dtype, const std::vector<Expr>& args) {
 
 }  // namespace
 
+void detail::expr_too_deep(NodeKind kind, int depth) {
+  PRIMJIT_USER_ERROR() << "expression nesting depth " << depth << " exceeds the limit of "
+                       << kMaxExprDepth << " (primjit::kMaxExprDepth) at node kind "
+                       << node_kind_name(kind)
+                       << "; bind parts of the expression to variables (T.Bind, T.Let) so that "
+                          "no expression is nested more than "
+                       << kMaxExprDepth << " deep";
+}
+
 // --- handles ----------------------------------------------------------------------------------
 
 Var Var::make(std::string name, DataType dtype, bool is_size_var) {
@@ -300,7 +309,9 @@ int access_lanes(const char* node, const Buffer& buffer, const std::vector<Expr>
 
 Expr BufferLoad::make(Buffer buffer, std::vector<Expr> indices) {
   int lanes = access_lanes("BufferLoad", buffer, indices);
-  DataType t = buffer->dtype.with_lanes(buffer->dtype.lanes() * lanes);
+  const int total = buffer->dtype.lanes() * lanes;
+  if (total > kMaxLanes) check_lanes(total, ("BufferLoad of '" + buffer->name + "'").c_str());
+  DataType t = buffer->dtype.with_lanes(total);
   return Expr(new BufferLoad(t, std::move(buffer), std::move(indices)));
 }
 
@@ -309,6 +320,7 @@ Expr Ramp::make(Expr base, Expr stride, int lanes) {
   PRIMJIT_USER_CHECK(base.dtype().is_integer() && base.dtype().is_scalar())
       << "Ramp: base and stride must be scalar integers, got " << base.dtype();
   PRIMJIT_USER_CHECK(lanes >= 2) << "Ramp: needs at least 2 lanes, got " << lanes;
+  check_lanes(lanes, "Ramp");
   DataType t = base.dtype().with_lanes(lanes);
   return Expr(new Ramp(t, std::move(base), std::move(stride), lanes));
 }
@@ -318,6 +330,7 @@ Expr Broadcast::make(Expr value, int lanes) {
   PRIMJIT_USER_CHECK(value.dtype().is_scalar())
       << "Broadcast: value must be a scalar, got " << value.dtype();
   PRIMJIT_USER_CHECK(lanes >= 2) << "Broadcast: needs at least 2 lanes, got " << lanes;
+  check_lanes(lanes, "Broadcast");
   DataType t = value.dtype().with_lanes(lanes);
   return Expr(new Broadcast(t, std::move(value), lanes));
 }

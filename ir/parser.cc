@@ -37,8 +37,7 @@ using text_internal::builtin_result_dtype;
 using text_internal::op_rule;
 using text_internal::same_expr;
 
-constexpr int kMaxNesting = 200;     // brackets, unary operators, blocks
-constexpr int kMaxTreeDepth = 1000;  // operator chains (a + b + c ...)
+constexpr int kMaxNesting = 200;  // brackets, unary operators, blocks
 
 struct Loc {
   int line = 1;
@@ -901,7 +900,11 @@ class SyntaxParser {
     for (const AstPtr& item : a->items) depth = std::max(depth, item->depth);
     for (const Keyword& kw : a->keywords) depth = std::max(depth, kw.value->depth);
     a->depth = depth + 1;
-    if (a->depth > kMaxTreeDepth) src_.fail(a->loc, "expression is nested too deeply");
+    if (a->depth > kMaxExprDepth) {  // the IR's limit, also for operator chains (a + b + c ...)
+      src_.fail(a->loc, "expression nesting depth " + std::to_string(a->depth) +
+                            " exceeds the limit of " + std::to_string(kMaxExprDepth) +
+                            "; bind parts of the expression to variables");
+    }
     return a;
   }
 

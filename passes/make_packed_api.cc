@@ -11,7 +11,8 @@
 //           - body, in order: the argument count and args-pointer asserts; per parameter its
 //             type-index check and the Bind of its value; per buffer parameter the null, ndim
 //             and dtype checks, then Binds of its shape/strides arrays, of the variables its
-//             shape defines (first buffer that carries one wins), of device id and data;
+//             shape defines (first buffer that carries one wins; one narrower than int64 after
+//             an assert that the extent fits, as 2^31 does not in int32), of device id and data;
 //             then every deferred check (shapes against earlier definitions or expressions,
 //             compact strides, byte offset, device type and id, non-null data); then a
 //             DeclBuffer per buffer parameter; then `T.attr(0, "compute_scope", "<f>_compute_")`
@@ -430,6 +431,15 @@ class ArgumentDecoder {
   // constant / expression (deferred, so expressions may use variables defined later).
   void bind_dim(int i, const std::string& path, const Expr& dim, const Expr& loaded) {
     if (const auto* v = dim.as<VarNode>(); v != nullptr && !defined_.count(v)) {
+      // A variable narrower than the int64 extent must hold it: 2^31 is no int32.
+      if (const int64_t max = v->dtype.max_int_value(); max < INT64_MAX) {
+        init_.push_back(AssertStmt::make(
+            LE::make(loaded, i64(max)),
+            message("Invalid " + path, i,
+                    "at most " + std::to_string(max) + " (" + v->name + " is " + v->dtype.str() +
+                        "; declare it " + DataType::Int(64).str() + " for larger dimensions)",
+                    ", got {}", {loaded})));
+      }
       define(Var(v), loaded, path);
       return;
     }

@@ -12,17 +12,27 @@
 // arguments are compiled in as constants; dynamic keeps them symbolic (auto behaves as exact
 // for one call).
 //
+// --scalar NAME=VALUE: an integer for integer and bool parameters, within the parameter's
+// dtype; for floating parameters a decimal or hexadecimal number, or inf, -inf or nan (any
+// case), passed on as IEEE infinity and NaN. A finite number beyond the dtype's largest finite
+// value (1e39 for float32) is refused rather than silently made infinite.
+//
 // --bench N times N cached calls with Kernel::benchmark (after warm-up calls; CUDA events on
 // the GPU) and prints their statistics, ending with "median of N calls: T us".
 // --bench-json FILE writes the statistics as JSON (schema primjit-bench/1, see the README);
 // without --bench, the number of calls is chosen by Kernel::benchmark's time budget.
 // --bench-bytes and --bench-flops give the bytes and floating-point operations of one call,
 // for GB/s and GFLOP/s.
+#include <cctype>
+#include <cerrno>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -55,6 +65,7 @@ constexpr const char* kUsage =
     "                   --arg NAME=DTYPE[D0,D1,...]:zeros|ones|iota|random ...\n"
     "                   [--scalar NAME=VALUE] [--print NAME] [--checksum NAME]\n"
     "                   [--bench N] [--bench-json FILE] [--bench-bytes B] [--bench-flops F]\n"
+    "  --scalar NAME=V    an integer, or for floating parameters a number, inf, -inf or nan\n"
     "  --bench N          time N cached calls (after warm-up) and print their statistics\n"
     "  --bench-json FILE  write the statistics as JSON (without --bench: calls chosen by a\n"
     "                     time budget)\n"
@@ -105,6 +116,36 @@ double parse_non_negative(const std::string& text, const std::string& what) {
   }
   PRIMJIT_USER_CHECK(used == text.size() && !text.empty() && v >= 0)
       << what << ": '" << text << "' is not a number >= 0";
+  return v;
+}
+
+// The largest finite value of floating dtype `t`.
+double max_finite(pj::DataType t) {
+  if (t.is_float() && t.bits() == 64) return std::numeric_limits<double>::max();
+  if (t.is_float() && t.bits() == 32) return std::numeric_limits<float>::max();
+  const pj::fp::Format& f = t.is_bfloat16()                                 ? pj::fp::kBFloat16
+                            : t.code() == pj::DataType::Code::kFloat8E4M3FN ? pj::fp::kFloat8E4M3FN
+                            : t.code() == pj::DataType::Code::kFloat8E5M2   ? pj::fp::kFloat8E5M2
+                                                                            : pj::fp::kFloat16;
+  return pj::fp::decode(f, f.max_bits);
+}
+
+// A --scalar value for a floating parameter of dtype `t`: a decimal or hexadecimal number, or
+// inf, -inf or nan (any case), which are passed on as IEEE infinity and NaN. A finite number
+// beyond the dtype's largest finite value is refused rather than silently made infinite.
+double parse_float(const std::string& text, const std::string& what, pj::DataType t) {
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const double v = text.empty() || std::isspace(static_cast<unsigned char>(text[0]))
+                       ? 0
+                       : std::strtod(begin, &end);
+  PRIMJIT_USER_CHECK(end != nullptr && end != begin && *end == 0)
+      << what << ": '" << text << "' is not a number for the " << t
+      << " parameter; use e.g. 1.5, -2e3, inf, -inf or nan";
+  PRIMJIT_USER_CHECK(!std::isfinite(v) ? errno != ERANGE : std::fabs(v) <= max_finite(t))
+      << what << ": " << text << " is out of the range of " << t << " (largest finite value "
+      << max_finite(t) << "); write inf or -inf for an infinity";
   return v;
 }
 
@@ -384,12 +425,20 @@ int main_impl(int argc, char** argv) {
     PRIMJIT_USER_CHECK(it != o.scalars.end())
         << "no --scalar for parameter '" << param->name << "' (" << param.dtype() << ")";
     used.insert(it->first);
+    const std::string what = "--scalar " + param->name;
     if (param.dtype().is_floating()) {
-      call_args.emplace_back(std::stod(it->second));
+      call_args.emplace_back(parse_float(it->second, what, param.dtype()));
     } else if (param.dtype().is_bool()) {
-      call_args.emplace_back(parse_int(it->second, "--scalar " + param->name) != 0);
+      call_args.emplace_back(parse_int(it->second, what) != 0);
     } else {
-      call_args.emplace_back(parse_int(it->second, "--scalar " + param->name));
+      const int64_t v = parse_int(it->second, what);
+      const pj::DataType t = param.dtype();
+      const int64_t min = t.is_int() ? -t.max_int_value() - 1 : 0;
+      PRIMJIT_USER_CHECK(t.is_uint() && t.bits() == 64 ? v >= 0
+                                                       : v >= min && v <= t.max_int_value())
+          << what << ": " << v << " does not fit in " << t << " (" << min << " to "
+          << t.max_int_value() << ")";
+      call_args.emplace_back(v);
     }
   }
   for (const auto& [n, spec] : o.args) {

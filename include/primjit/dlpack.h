@@ -14,8 +14,12 @@ namespace primjit {
 std::string dtype_name(DLDataType dtype);
 /// The DLPack type of a primjit dtype (inverse of DataType::from_dlpack).
 DLDataType to_dlpack(DataType dtype);
-/// Product of the shape (1 for a 0-d tensor).
+/// Product of the shape (1 for a 0-d tensor). Throws primjit::Error naming the shape when the
+/// product does not fit in int64.
 int64_t num_elements(const DLTensor& tensor);
+/// Sets `*bytes` to the size of `count` elements of `dtype` (all lanes); false when `count` is
+/// negative or the size does not fit in a ptrdiff_t, the most one allocation can hold.
+bool checked_bytes(DataType dtype, int64_t count, size_t* bytes);
 /// True when the elements are densely packed in row-major order (strides null or compact).
 bool is_compact(const DLTensor& tensor);
 /// Human-readable summary used in error messages: "float32[2, 3] on cpu".

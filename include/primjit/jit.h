@@ -27,6 +27,7 @@
 #include "primjit/benchmark.h"
 #include "primjit/ir/function.h"
 #include "primjit/ir/target.h"
+#include "primjit/passes.h"
 #include "primjit/tensor.h"
 
 namespace primjit {
@@ -61,6 +62,9 @@ struct KernelOptions {
   /// cuda: the CUstream kernels are launched on (nullptr: the default stream). Kernels on
   /// different streams get their own variants.
   void* cuda_stream = nullptr;
+  /// The most iterations a T.unroll loop is unrolled for (LLVM's full-unroll hint, CUDA's
+  /// #pragma unroll); longer loops stay loops (see passes::kDefaultMaxUnroll).
+  int64_t max_unroll = passes::kDefaultMaxUnroll;
 };
 
 /// Milliseconds spent in each compile stage, summed over a kernel's compiles.

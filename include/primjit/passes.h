@@ -69,6 +69,21 @@ IRModule run_passes(IRModule module, const std::vector<std::string>& invocations
 IRModule run_passes(IRModule module, const std::vector<Pass>& passes,
                     const RunOptions& options = {});
 
+// --- T.unroll ---------------------------------------------------------------------------------
+
+/// The most iterations a `T.unroll` loop is unrolled for, everywhere it can be: by UnrollLoops,
+/// and by the code generators (LLVM's full-unroll hint, CUDA's `#pragma unroll`). A loop over
+/// more iterations, or over an extent that is not a constant, stays a loop, and the reason is
+/// logged at info level (PRIMJIT_LOG=info). (Fully unrolling 65,536 iterations kept LLVM busy
+/// for half a minute.) Configurable per kernel (KernelOptions::max_unroll) and per pass
+/// invocation (UnrollLoops{max=N}).
+inline constexpr int64_t kDefaultMaxUnroll = 4096;
+
+/// Whether `loop`, a T.unroll loop, is unrolled under the limit `max_unroll`: its extent is a
+/// constant of at most `max_unroll` iterations. When not, logs why at info level, naming `who`
+/// ("UnrollLoops", "host code generation", ...).
+bool unroll_within_limit(const For& loop, int64_t max_unroll, const char* who);
+
 // --- passes usable directly from C++ ---------------------------------------------------------
 
 /// Binds size variables / scalar parameters of `func` to values everywhere (signature, buffer

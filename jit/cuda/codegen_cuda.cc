@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "jit/cuda/source_printer.h"
+#include "jit/runtime/launch_limits.h"
 #include "primjit/arith.h"
 #include "primjit/error.h"
 #include "primjit/ir/functor.h"
@@ -22,7 +23,7 @@
 namespace primjit::jit {
 namespace {
 
-constexpr int64_t kMaxThreadsPerBlock = 1024;
+constexpr int64_t kMaxThreadsPerBlock = LaunchLimits{}.max_threads_per_block;
 
 // Helpers the source may need; each is emitted once, and only when used.
 enum class Helper { kFloorDivInt, kFloorModInt, kFloorModFloat, kReinterpret, kCpAsync };
@@ -221,10 +222,10 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
     std::string head;
     if (is_kernel_) {
       int64_t threads = static_thread_count(f->body);
-      PRIMJIT_USER_CHECK(threads <= kMaxThreadsPerBlock)
-          << "CUDA code generation: " << where() << " launches " << threads
-          << " threads per block; CUDA allows at most " << kMaxThreadsPerBlock
-          << " (reduce the threadIdx extents)";
+      // The message of the launch-time check (launch_limits.h), which the interpreter shares.
+      if (std::string why = threads_per_block_error(LaunchLimits{}, threads); !why.empty()) {
+        PRIMJIT_USER_ERROR() << "CUDA code generation: " << where() << " launches " << why;
+      }
       head = "extern \"C\" __global__ void ";
       if (threads > 0) head += "__launch_bounds__(" + std::to_string(threads) + ") ";
       if (info != nullptr) info->static_threads = threads;
@@ -236,6 +237,10 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
     w_.open(prototype_);
     visit_stmt(f->body);
     w_.close();
+    if (std::string why = shared_memory_error(LaunchLimits{}, static_shared_bytes_, 0);
+        !why.empty()) {
+      PRIMJIT_USER_ERROR() << "CUDA code generation: " << where() << " " << why;
+    }
     if (info != nullptr) info->dyn_shared_align = dyn_shared_align_;
     return w_.str();
   }
@@ -643,6 +648,7 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
       std::string name = names_.unique(buf->name);
       var_names_[data] = name;
       if (scope == "shared") {
+        static_shared_bytes_ += elements * elem.bytes();
         pointer_align_[data] = align;
         w_.line("__shared__ __align__(" + std::to_string(align) + ") " + type + " " + name + "[" +
                 std::to_string(elements) + "];");
@@ -686,7 +692,10 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
     }
     std::string name = names_.unique(v->name);
     var_names_[v.get()] = name;
-    if (op->for_kind == ForKind::kUnrolled) w_.line("#pragma unroll");
+    if (op->for_kind == ForKind::kUnrolled &&
+        passes::unroll_within_limit(*op, m_.options.max_unroll, "CUDA code generation")) {
+      w_.line("#pragma unroll");
+    }
     w_.open("for (" + type + " " + name + " = " + min.text + "; " + name + " < " +
             wrap(end, kRel - 1) + "; ++" + name + ")");
     {
@@ -1307,6 +1316,7 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
   std::unordered_set<const VarNode*> trusted_pointers_;
   std::string dyn_shared_buffer_;
   int dyn_shared_align_ = 0;
+  int64_t static_shared_bytes_ = 0;  // __shared__ arrays (alignment padding aside)
 };
 
 bool is_cuda(const PrimFunc& f) {

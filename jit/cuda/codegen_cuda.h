@@ -69,6 +69,7 @@
 #include <vector>
 
 #include "primjit/ir/function.h"
+#include "primjit/passes.h"
 
 namespace primjit::jit {
 
@@ -95,6 +96,9 @@ struct CudaModuleSource {
 struct CudaCodegenOptions {
   /// Use the fast, less accurate intrinsics (__expf, __logf, __sinf, ...) for float32 math.
   bool fast_math = false;
+  /// T.unroll loops of at most this many iterations get `#pragma unroll`; longer ones (or ones
+  /// with a symbolic extent) stay plain loops.
+  int64_t max_unroll = passes::kDefaultMaxUnroll;
 };
 
 /// The CUDA C source of `lowered`'s kernels (and device helpers). A module without kernels gives

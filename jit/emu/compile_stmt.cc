@@ -1,4 +1,5 @@
 // Statements, buffers and the compilation of a whole function.
+#include <algorithm>
 #include <sstream>
 
 #include "jit/emu/compiler.h"
@@ -56,6 +57,7 @@ class ForNode : public CStmt {
     ex.stmt = this;
     const int64_t min = min_->eval(ex).i;
     const int64_t extent = extent_->eval(ex).i;
+    if (extent > 0) ex.tick(extent);  // a loop too long for the budget fails before it starts
     for (int64_t i = 0; i < extent; ++i) {
       ex.slot(slot_) = from_integer(var_, min + i, false);
       body_->exec(ex);
@@ -78,6 +80,7 @@ class WhileNode : public CStmt {
     while (true) {
       ex.stmt = this;
       if (cond_->eval(ex).i == 0) return;
+      ex.tick(1);
       body_->exec(ex);
       if (ex.frame->returned) return;
     }
@@ -219,18 +222,26 @@ class AllocNode : public CStmt {
     ex.stmt = this;
     const Buffer& b = buffer_->buffer;
     int64_t count = 1;
+    bool overflow = false;
     if (buffer_->strides.empty()) {
-      for (const CExprPtr& e : buffer_->shape) count *= e->eval(ex).i;
+      for (const CExprPtr& e : buffer_->shape)
+        overflow |= __builtin_mul_overflow(count, e->eval(ex).i, &count);
     } else {
       for (size_t d = 0; d < buffer_->shape.size(); ++d) {
         const int64_t extent = buffer_->shape[d]->eval(ex).i;
-        count = extent == 0 ? 0 : count + (extent - 1) * buffer_->strides[d]->eval(ex).i;
+        int64_t span = 0;
+        overflow |= __builtin_mul_overflow(extent - 1, buffer_->strides[d]->eval(ex).i, &span) ||
+                    __builtin_add_overflow(count, span, &count);
+        if (extent == 0) count = 0;
       }
     }
-    PRIMJIT_USER_CHECK(count >= 0)
+    PRIMJIT_USER_CHECK(count >= 0 || overflow)
         << "allocation of buffer '" << b->name << "' has a negative size (" << count << " elements)"
         << ex.where();
-    const int64_t bytes = count * buffer_->elem_bytes;
+    int64_t bytes = 0;
+    overflow |= __builtin_mul_overflow(count, buffer_->elem_bytes, &bytes);
+    PRIMJIT_USER_CHECK(!overflow) << "allocation of buffer '" << b->name
+                                  << "' needs more bytes than an int64 can count" << ex.where();
     const std::string& scope = b->scope();
     const bool shared = scope.rfind("shared", 0) == 0;
     Allocation* alloc = nullptr;
@@ -245,6 +256,13 @@ class AllocNode : public CStmt {
         size = std::max(bytes, dyn);
       }
       if (alloc == nullptr) {
+        Block& block = *ex.block;
+        (scope == "shared" ? block.static_shared_bytes : block.dynamic_shared_bytes) += size;
+        const std::string why =
+            shared_memory_error(ex.session.program.options.launch_limits, block.static_shared_bytes,
+                                std::max(block.dynamic_shared_bytes, block.grid.dyn_shmem_bytes));
+        PRIMJIT_USER_CHECK(why.empty())
+            << "launching kernel '" << ex.frame->func->name << "': " << why << ex.where();
         alloc = ex.block->shared.insert(
             this, Allocation::make_owned(b->name, scope, size, b->data_alignment, ex.checked(),
                                          ex.checked()));

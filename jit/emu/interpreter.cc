@@ -64,6 +64,18 @@ std::string Program::function_by_symbol(const std::string& symbol) const {
   return "";
 }
 
+void Session::charge_steps(int64_t n, const Exec& ex) {
+  const uint64_t max = program.options.max_steps;
+  const uint64_t total = steps_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed) +
+                         static_cast<uint64_t>(n);
+  PRIMJIT_USER_CHECK(max == 0 || total <= max)
+      << "the interpreter's step budget of " << max
+      << " steps (emu::Options::max_steps; a step is a loop iteration or a thread of a launch) "
+         "is used up"
+      << ex.where() << "; raise Options::max_steps (0: no limit) if the program is meant to run "
+      << "this long";
+}
+
 Allocation* Session::make_owned(std::string name, AllocKind kind, int64_t size) {
   auto alloc = Allocation::make_owned(std::move(name), "", size, 16, false, false);
   alloc->kind = kind;
@@ -98,14 +110,25 @@ Allocation* Session::register_tensor(DLTensor* t, const std::string& name) {
   }
   // The data: every byte an element of the tensor may occupy, from the data pointer.
   int64_t extent = 1;
-  bool empty = false;
+  bool empty = false, overflow = false;
   for (int d = 0; d < t->ndim; ++d) {
     if (t->shape[d] == 0) empty = true;
-    extent += t->strides != nullptr ? (t->shape[d] - 1) * t->strides[d] : 0;
+    int64_t span = 0;
+    if (t->strides != nullptr) {
+      overflow |= __builtin_mul_overflow(t->shape[d] - 1, t->strides[d], &span) ||
+                  __builtin_add_overflow(extent, span, &extent);
+    }
   }
   if (t->strides == nullptr) extent = num_elements(*t);
   const int64_t elem_bytes = std::max(1, (t->dtype.bits * t->dtype.lanes + 7) / 8);
-  const int64_t bytes = static_cast<int64_t>(t->byte_offset) + (empty ? 0 : extent) * elem_bytes;
+  int64_t bytes = 0;
+  overflow |=
+      !empty && (__builtin_mul_overflow(extent, elem_bytes, &bytes) ||
+                 __builtin_add_overflow(bytes, static_cast<int64_t>(t->byte_offset), &bytes));
+  PRIMJIT_USER_CHECK(empty || !overflow)
+      << "tensor " << name << " (" << describe(*t)
+      << ") spans more bytes than an int64 can count; its shape or strides are not real";
+  if (empty) bytes = static_cast<int64_t>(t->byte_offset);
   if (t->data != nullptr) {
     header->data = add(name, AllocKind::kData, t->data, bytes);
     header->data->tensor = t;

@@ -14,6 +14,9 @@
 //   underlying allocation; reads of never-written bytes of interpreter allocations and shared
 //   memory races between the threads of a block (between two barriers, one access a write) are
 //   reported with the statement, block and thread.
+// - Limits: a launch CUDA would refuse (more than 1,024 threads per block, too much shared
+//   memory, ...) is refused with the CUDA runtime's message (Options::launch_limits); a run
+//   stops with an error after Options::max_steps loop iterations and threads.
 // - Semantics: integers wrap, Div/Mod truncate and FloorDiv/FloorMod floor (division by zero
 //   is an error), float32 computes in single precision, float16/bfloat16/float8 compute through
 //   float32 and round every result to nearest even (primjit/float_formats.h); `round` rounds
@@ -38,6 +41,7 @@
 #include <span>
 #include <string>
 
+#include "jit/runtime/launch_limits.h"
 #include "primjit/error.h"
 #include "primjit/ir/function.h"
 
@@ -106,6 +110,15 @@ struct Options {
   std::function<ExternFunction(const std::string& name)> symbol_lookup;
   /// Stack size of each fiber (a thread of a block with barriers); 0 picks a default.
   size_t fiber_stack_bytes = 0;
+  /// The device launches run on. A launch outside its limits (threads per block, block and
+  /// grid extents, shared memory) is refused with the CUDA runtime's message. Default: sm_90.
+  LaunchLimits launch_limits = sm90_launch_limits();
+  /// The most steps one run() may take; a step is one iteration of a loop or one thread of a
+  /// launch (counted in batches, so a run may go somewhat past it). Beyond it run() throws
+  /// primjit::Error, so a huge grid or loop cannot hang the caller. 0: no limit. The default,
+  /// 10^10 steps, is minutes of interpretation.
+  static constexpr uint64_t kDefaultMaxSteps = 10'000'000'000;
+  uint64_t max_steps = kDefaultMaxSteps;
 };
 
 class Program;

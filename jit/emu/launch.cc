@@ -287,6 +287,7 @@ class VirtualThreadStmt : public CStmt {
   void exec(Exec& ex) const override {
     ex.stmt = this;
     const int64_t extent = extent_->eval(ex).i;
+    if (extent > 0) ex.tick(extent);
     for (int64_t i = 0; i < extent && !ex.frame->returned; ++i) {
       ex.slot(slot_) = from_integer(var_, i, false);
       body_->exec(ex);
@@ -337,11 +338,22 @@ class LaunchStmt : public CStmt {
       }
       grid.dyn_shmem_bytes = launch->dyn_shmem_bytes;
     }
+    bool empty = false;
     for (int d = 0; d < kNumThreadDims; ++d) {
       PRIMJIT_USER_CHECK(grid.extents[static_cast<size_t>(d)] >= 0)
           << "kernel launch with a negative extent " << grid.extents[static_cast<size_t>(d)]
           << " for " << thread_dim_name(d) << host.where();
+      empty |= grid.extents[static_cast<size_t>(d)] == 0;
     }
+    if (empty) return;  // an empty grid runs nothing
+    // What CUDA would refuse, refused with the CUDA runtime's message (launch_limits.h).
+    const std::string why = launch_config_error(
+        host.session.program.options.launch_limits,
+        {grid.extents[kBlockX], grid.extents[kBlockY], grid.extents[kBlockZ]},
+        {grid.extents[kThreadX], grid.extents[kThreadY], grid.extents[kThreadZ]},
+        std::max<int64_t>(grid.dyn_shmem_bytes, 0));
+    PRIMJIT_USER_CHECK(why.empty())
+        << "launching kernel '" << host.frame->func->name << "': " << why;
     grid.num_blocks = grid.extents[kBlockX] * grid.extents[kBlockY] * grid.extents[kBlockZ];
     grid.threads_per_block =
         grid.extents[kThreadX] * grid.extents[kThreadY] * grid.extents[kThreadZ];
@@ -351,6 +363,7 @@ class LaunchStmt : public CStmt {
 
  private:
   void run_block(Exec& host, const Grid& grid, int64_t b) const {
+    host.session.charge_steps(grid.threads_per_block, host);  // one step per thread
     Block block(grid, b);
     if (uses_barrier_ && grid.threads_per_block > 1) {
       size_t stack = host.session.program.options.fiber_stack_bytes;

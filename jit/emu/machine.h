@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -140,7 +141,9 @@ class Block {
   int64_t linear;
   std::array<int64_t, 3> index{};
   AllocTable shared;
-  uint32_t epoch = 1;  // barrier intervals, for race detection
+  uint32_t epoch = 1;                // barrier intervals, for race detection
+  int64_t static_shared_bytes = 0;   // "shared" allocations of the block
+  int64_t dynamic_shared_bytes = 0;  // "shared.dyn": the launch's size, else the allocation's
   /// An error found in this barrier interval but reported at its end (see check_access).
   std::string pending_error;
   /// Throws the pending error, if any; called at every barrier and when the block ends.
@@ -155,6 +158,14 @@ class Exec {
  public:
   Exec(Session& session, Frame* frame, AllocTable* allocs)
       : session(session), frame(frame), allocs(allocs) {}
+  ~Exec();
+  Exec(const Exec&) = delete;
+  Exec& operator=(const Exec&) = delete;
+
+  /// Counts `n` steps (loop iterations) against the run's budget, Options::max_steps; they
+  /// reach the session in batches of kStepBatch (and when the Exec ends).
+  void tick(int64_t n);
+  static constexpr int64_t kStepBatch = 1024;
 
   Scalar& slot(int i) { return frame->slots[static_cast<size_t>(i)]; }
   bool checked() const;
@@ -170,6 +181,7 @@ class Exec {
   int64_t thread = 0;      // linear thread index in the block
   std::array<int64_t, kNumThreadDims> thread_index{};
   const CStmt* stmt = nullptr;  // the statement running, for messages
+  int64_t pending_steps = 0;    // counted by tick(), not yet charged to the session
 };
 
 /// What the interpreter shares between runs: the module and the compiled functions.
@@ -201,6 +213,13 @@ class Session {
   Allocation* make_owned(std::string name, AllocKind kind, int64_t size);
   /// The allocation of a pointer without hint (nullptr when unknown).
   Allocation* resolve(uint64_t address) const { return registry.find(address, 1); }
+  /// Adds `n` steps to the run's count; throws primjit::Error naming where `ex` is when that
+  /// exceeds Options::max_steps. Thread-safe.
+  void charge_steps(int64_t n, const Exec& ex);
+  /// The same without the check (an Exec that ends hands in its last steps).
+  void add_steps(int64_t n) {
+    steps_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+  }
 
   const Program& program;
   Registry registry;
@@ -210,9 +229,21 @@ class Session {
   std::mutex mutex_;
   std::vector<std::unique_ptr<Allocation>> owned_;
   std::map<const DLTensor*, Allocation*> tensors_;
+  std::atomic<uint64_t> steps_{0};
 };
 
 inline bool Exec::checked() const { return session.checked(); }
+inline Exec::~Exec() {
+  if (pending_steps > 0) session.add_steps(pending_steps);
+}
+inline void Exec::tick(int64_t n) {
+  pending_steps += n;
+  if (pending_steps >= kStepBatch) {
+    const int64_t n_steps = pending_steps;
+    pending_steps = 0;
+    session.charge_steps(n_steps, *this);
+  }
+}
 
 // --- operations shared by the compiled nodes ------------------------------------------------
 

@@ -101,6 +101,7 @@ struct ModuleState {
   llvm::Module& mod;
   const IRModule& ir;
   std::string suffix;
+  HostCodegenOptions options;
   std::map<std::string, llvm::Function*> functions;  // by IR function name
   std::set<std::string> launched;                    // kernel symbols launched by host code
   int outlined = 0;
@@ -398,7 +399,12 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
       parallel_for(op);
       return;
     }
-    serial_for(op->loop_var, visit_expr(op->min), visit_expr(op->extent), op->body, op->for_kind);
+    ForKind kind = op->for_kind;
+    if (kind == ForKind::kUnrolled &&
+        !passes::unroll_within_limit(*op, m_.options.max_unroll, "host code generation")) {
+      kind = ForKind::kSerial;  // LLVM's full unroll of a long loop takes minutes
+    }
+    serial_for(op->loop_var, visit_expr(op->min), visit_expr(op->extent), op->body, kind);
   }
   void visit(const AttrStmt* op) {
     PRIMJIT_USER_CHECK(op->key != attr::kThreadExtent && op->key != attr::kVirtualThread)
@@ -1008,11 +1014,12 @@ HostModule::~HostModule() {
 HostModule::HostModule(HostModule&&) noexcept = default;
 HostModule& HostModule::operator=(HostModule&&) noexcept = default;
 
-HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix) {
+HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix,
+                        const HostCodegenOptions& options) {
   HostModule out;
   out.context = std::make_unique<llvm::LLVMContext>();
   out.module = std::make_unique<llvm::Module>("primjit_host" + symbol_suffix, *out.context);
-  ModuleState state{*out.context, *out.module, module, symbol_suffix, {}, {}, 0};
+  ModuleState state{*out.context, *out.module, module, symbol_suffix, options, {}, {}, 0};
   llvm::IRBuilder<> types(*out.context);
 
   // Declarations first, so functions can call each other in any order.

@@ -9,6 +9,8 @@
 // - `T.parallel` loops are outlined into a body function called through the runtime's
 //   parallel-for (oneTBB); parallel loops nested inside run serially.
 // - A failed assert stores its message with primjit_rt_set_error and returns -1.
+// - A T.unroll loop gets LLVM's full-unroll hint when its extent is a constant of at most
+//   HostCodegenOptions::max_unroll iterations; otherwise it is a plain loop (logged at info).
 // - `T.call_packed("kernel", ...)` launches a kernel through primjit_rt_launch (the launch ABI
 //   of jit/runtime/launch.h); a non-zero status propagates as -1.
 //
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "primjit/ir/function.h"
+#include "primjit/passes.h"
 
 namespace llvm {
 class LLVMContext;
@@ -41,9 +44,15 @@ struct HostModule {
   std::vector<std::string> launched_kernels;
 };
 
+struct HostCodegenOptions {
+  /// T.unroll loops of at most this many iterations are marked for full unrolling.
+  int64_t max_unroll = passes::kDefaultMaxUnroll;
+};
+
 /// LLVM IR for the host functions of `module`. `symbol_suffix` is appended to every defined
 /// symbol so that variants of one function can live in one JIT session.
-HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix = "");
+HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix = "",
+                        const HostCodegenOptions& options = {});
 
 /// The module as LLVM assembly text.
 std::string to_llvm_text(const HostModule& host);

@@ -10,6 +10,7 @@
 #include "jit/cuda/driver.h"
 #include "jit/cuda/nvrtc_compiler.h"
 #include "jit/runtime/host_runtime.h"
+#include "jit/runtime/launch_limits.h"
 #include "primjit/error.h"
 #include "primjit/log.h"
 
@@ -51,13 +52,13 @@ Slot slot_of(const std::string& tag, const std::string& kernel) {
 class CudaKernel : public KernelHandle {
  public:
   CudaKernel(CudaDriver& driver, CUfunc_st* function, std::string name, std::vector<Slot> slots,
-             int64_t max_dynamic_shared, CUstream_st* stream)
+             const LaunchLimits& limits, CUstream_st* stream)
       : driver_(driver),
         stream_(stream),
         function_(function),
         name_(std::move(name)),
         slots_(std::move(slots)),
-        max_dynamic_shared_(max_dynamic_shared) {}
+        limits_(limits) {}
 
   int32_t launch(const int64_t* launch, void** args) noexcept override {
     Dim3 grid, block;
@@ -91,9 +92,11 @@ class CudaKernel : public KernelHandle {
       }
     }
     if (grid.x == 0 || grid.y == 0 || grid.z == 0) return 0;  // an empty grid runs nothing
-    if (dyn > max_dynamic_shared_) {
-      return fail("needs " + std::to_string(dyn) + " bytes of dynamic shared memory; the device " +
-                  "allows " + std::to_string(max_dynamic_shared_) + " per block");
+    // The checks the interpreter makes too (launch_limits.h), before the driver's own.
+    if (std::string why = launch_config_error(limits_, {grid.x, grid.y, grid.z},
+                                              {block.x, block.y, block.z}, dyn);
+        !why.empty()) {
+      return fail(why);
     }
     std::string error;
     if (!driver_.try_launch(function_, grid, block, static_cast<unsigned>(dyn), args, stream_,
@@ -117,7 +120,7 @@ class CudaKernel : public KernelHandle {
   CUfunc_st* function_;
   std::string name_;
   std::vector<Slot> slots_;
-  int64_t max_dynamic_shared_;
+  LaunchLimits limits_;
 };
 
 // The loaded CUDA module: unloaded when the variant goes.
@@ -162,6 +165,7 @@ DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
   Clock::time_point start = Clock::now();
   CudaCodegenOptions codegen_options;
   codegen_options.fast_math = device_options.fast_math;
+  codegen_options.max_unroll = device_options.max_unroll;
   CudaModuleSource source = codegen_cuda(lowered, codegen_options);
   times->device_codegen_ms += ms_since(start);
   dump_source(source);
@@ -213,9 +217,11 @@ std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
     if (dynamic_shared && optin > 48 * 1024) {
       driver.set_max_dynamic_shared(function, static_cast<int>(optin));
     }
-    code->kernels[info.name] = std::make_unique<CudaKernel>(
-        driver, function, info.name, std::move(slots), std::max<int64_t>(optin, 48 * 1024),
-        static_cast<CUstream_st*>(device_options.stream));
+    LaunchLimits limits;
+    limits.max_shared_per_block = std::max<int64_t>(optin, limits.max_static_shared);
+    code->kernels[info.name] =
+        std::make_unique<CudaKernel>(driver, function, info.name, std::move(slots), limits,
+                                     static_cast<CUstream_st*>(device_options.stream));
   }
   times->load_ms += ms_since(start);
   return code;

@@ -21,7 +21,8 @@ struct DeviceCode {
 
 struct DeviceOptions {
   bool fast_math = false;
-  void* stream = nullptr;  // CUstream
+  void* stream = nullptr;                          // CUstream
+  int64_t max_unroll = passes::kDefaultMaxUnroll;  // T.unroll loops with #pragma unroll
 };
 
 /// A module's kernels compiled for a device, with what loading them needs: what the disk

@@ -1,6 +1,10 @@
 #include "primjit/dlpack.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <sstream>
+
+#include "primjit/error.h"
 
 namespace primjit {
 
@@ -21,8 +25,26 @@ DLDataType to_dlpack(DataType t) {
 
 int64_t num_elements(const DLTensor& tensor) {
   int64_t count = 1;
-  for (int i = 0; i < tensor.ndim; ++i) count *= tensor.shape[i];
+  bool overflow = false;
+  for (int i = 0; i < tensor.ndim; ++i)
+    overflow |= __builtin_mul_overflow(count, tensor.shape[i], &count);
+  // A zero dimension makes any product 0, even one that overflowed on the way.
+  for (int i = 0; i < tensor.ndim && overflow; ++i) {
+    if (tensor.shape[i] == 0) return 0;
+  }
+  PRIMJIT_USER_CHECK(!overflow) << "the shape of the tensor " << describe(tensor)
+                                << " has more elements than an int64 can count";
   return count;
+}
+
+bool checked_bytes(DataType dtype, int64_t count, size_t* bytes) {
+  const int64_t element = (int64_t{dtype.bits()} * dtype.lanes() + 7) / 8;
+  int64_t product = 0;
+  if (count < 0 || __builtin_mul_overflow(count, element, &product) || product > PTRDIFF_MAX) {
+    return false;
+  }
+  *bytes = static_cast<size_t>(product);
+  return true;
 }
 
 bool is_compact(const DLTensor& tensor) {

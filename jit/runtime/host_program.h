@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "jit/llvm/codegen_llvm.h"
 #include "jit/llvm/orc_engine.h"
 #include "primjit/abi.h"
 #include "primjit/ir/function.h"
@@ -33,7 +34,8 @@ struct HostImage {
 
 /// Generates, optimizes and compiles the host functions of `lowered` (after MakePackedAPI)
 /// under a fresh symbol suffix.
-HostImage compile_host(OrcEngine& engine, const IRModule& lowered);
+HostImage compile_host(OrcEngine& engine, const IRModule& lowered,
+                       const HostCodegenOptions& options = {});
 
 class HostProgram {
  public:

@@ -85,6 +85,9 @@ struct DimRule {
   enum Kind : uint8_t { kConstant, kVariable, kExpression } kind = kExpression;
   int64_t value = 0;  // kConstant
   int variable = -1;  // kVariable
+  // The largest extent the dimension's dtype holds: an int32 shape variable cannot take 2^31
+  // (the compiled code would see it truncated).
+  int64_t max = INT64_MAX;
 };
 
 struct ParamInfo {
@@ -491,6 +494,13 @@ void check_arguments(const Kernel::State& k, std::span<const Arg> args) {
     for (int d = 0; d < t->ndim; ++d) {
       PRIMJIT_USER_CHECK(t->shape[d] >= 0)
           << where(i) << ": dimension " << d << " is negative (" << t->shape[d] << ")";
+      const Expr& dim = p.buffer->shape[static_cast<size_t>(d)];
+      PRIMJIT_USER_CHECK(t->shape[d] <= p.dims[static_cast<size_t>(d)].max)
+          << where(i) << ": shape[" << d << "] = " << t->shape[d] << " does not fit in "
+          << dim.dtype() << ", the dtype of " << p.name << ".shape[" << d << "]"
+          << (dim.as<VarNode>() ? " ('" + dim.as<VarNode>()->name + "')" : std::string())
+          << "; declare the shape as " << DataType::Int(64)
+          << " (e.g. n = T.int64()) for dimensions of 2^31 or more";
     }
   }
   // Shapes against constants and against each other (a variable's first appearance binds it).
@@ -634,6 +644,9 @@ std::string disk_key(Kernel::State& k, const std::vector<int64_t>& key) {
 #endif
             << "\n";
       }
+      if (k.options.max_unroll != passes::kDefaultMaxUnroll) {
+        out << "max_unroll " << k.options.max_unroll << "\n";
+      }
       out << "function " << k.name << "\n" << print(k.module);
       k.disk_prefix = out.str();
     } catch (const Error& e) {
@@ -674,7 +687,7 @@ void bind_kernels(Variant& v) {
 }
 
 jit::DeviceOptions device_options(const Kernel::State& k) {
-  return jit::DeviceOptions{k.options.fast_math, k.options.cuda_stream};
+  return jit::DeviceOptions{k.options.fast_math, k.options.cuda_stream, k.options.max_unroll};
 }
 
 // What the disk cache had for a variant.
@@ -835,7 +848,7 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   std::exception_ptr host_error;
   try {
     start = Clock::now();
-    image.host = jit::compile_host(k.jit->engine, lowered);
+    image.host = jit::compile_host(k.jit->engine, lowered, {k.options.max_unroll});
     variant->host = std::make_unique<jit::HostProgram>(k.jit->engine, image.host);
     variant->entry = variant->host->function(k.name);
     times.host_ms = ms_since(start);
@@ -1075,6 +1088,7 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
       << "Jit::kernel: function '" << name << "' is private; only public functions are kernels";
   PRIMJIT_USER_CHECK(options.auto_threshold >= 1) << "KernelOptions::auto_threshold must be >= 1";
   PRIMJIT_USER_CHECK(options.recompile_limit >= 1) << "KernelOptions::recompile_limit must be >= 1";
+  PRIMJIT_USER_CHECK(options.max_unroll >= 0) << "KernelOptions::max_unroll must be >= 0";
   auto state = std::make_shared<Kernel::State>();
   state->jit = state_;
   state->original = func;
@@ -1092,13 +1106,15 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
   // Variants are shared by kernels of one function, target and device options.
   state->fingerprint = structural_hash(state->module) ^ std::hash<std::string>()(target.str()) ^
                        (std::hash<void*>()(options.cuda_stream) * 31) ^
-                       (options.fast_math ? 0x5bd1e995u : 0u);
+                       (options.fast_math ? 0x5bd1e995u : 0u) ^
+                       (std::hash<int64_t>()(options.max_unroll) * 0x9e3779b97f4a7c15u);
   std::map<const VarNode*, int> variables;
   for (const Var& p : func->params) {
     Buffer b = func->buffer_of(p);
     ParamInfo info{b.defined() ? b->name : p->name, b, b.defined() ? b->dtype : p.dtype(), {}};
     for (size_t d = 0; b.defined() && d < b->shape.size(); ++d) {
       DimRule rule;
+      rule.max = b->shape[d].dtype().max_int_value();
       if (auto c = as_const_int(b->shape[d])) {
         rule.kind = DimRule::kConstant;
         rule.value = *c;
@@ -1210,14 +1226,14 @@ static inline bool fast_key(const Kernel::State& k, std::span<const Arg> args, K
     key->push_inline(t->ndim);
     for (int d = 0; d < p.ndim; ++d, ++bit) {
       int64_t extent = t->shape[d];
-      if (extent < 0) return false;
+      const DimRule& rule = k.params[i].dims[static_cast<size_t>(d)];
+      if (extent < 0 || extent > rule.max) return false;
       if (!dynamic && !(mask >> bit & 1)) {
         key->push_inline(extent);
         continue;
       }
       // A symbolic dimension is not in the key: check it against its rule here.
       key->push_inline(kSymbolic);
-      const DimRule& rule = k.params[i].dims[static_cast<size_t>(d)];
       if (rule.kind == DimRule::kConstant && extent != rule.value) return false;
       if (rule.kind == DimRule::kVariable) {
         uint32_t b = uint32_t{1} << rule.variable;

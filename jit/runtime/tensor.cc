@@ -1,6 +1,10 @@
 #include "primjit/tensor.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <new>
+#include <string>
 
 #include "jit/cuda/driver.h"
 #include "primjit/error.h"
@@ -30,8 +34,11 @@ struct Tensor::Impl {
 
 namespace {
 
-size_t bytes_of(DataType t, int64_t count) {
-  return static_cast<size_t>(count) * static_cast<size_t>((t.bits() * t.lanes() + 7) / 8);
+// "[2, 3]" for messages.
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
 }
 
 }  // namespace
@@ -40,19 +47,32 @@ Tensor Tensor::zeros(std::vector<int64_t> shape, DataType dtype, DLDevice device
   PRIMJIT_USER_CHECK(!dtype.is_handle() && !dtype.is_void())
       << "Tensor::zeros: a tensor of " << dtype << " holds no numbers";
   int64_t count = 1;
+  bool overflow = false, empty = false;
   for (int64_t d : shape) {
     PRIMJIT_USER_CHECK(d >= 0) << "Tensor::zeros: negative dimension " << d;
-    count *= d;
+    empty |= d == 0;
+    overflow |= __builtin_mul_overflow(count, d, &count);
   }
+  if (empty) count = 0;  // however large the other dimensions
+  PRIMJIT_USER_CHECK(!overflow || empty) << "Tensor::zeros: shape " << shape_text(shape)
+                                         << " has more elements than an int64 can count";
+  size_t bytes = 0;
+  PRIMJIT_USER_CHECK(checked_bytes(dtype, count, &bytes))
+      << "Tensor::zeros: shape " << shape_text(shape) << " of " << dtype << " needs more than "
+      << PTRDIFF_MAX << " bytes, the most one allocation can hold";
   PRIMJIT_USER_CHECK(device.device_type == kDLCPU || device.device_type == kDLCUDA)
       << "Tensor::zeros: device type " << device.device_type << " is not supported (cpu, cuda)";
   auto impl = std::make_shared<Impl>();
   impl->shape = std::move(shape);
   impl->dtype = dtype;
-  size_t bytes = bytes_of(dtype, count);
   void* data = nullptr;
   if (device.device_type == kDLCPU) {
-    impl->host.assign(bytes, 0);
+    try {
+      impl->host.assign(bytes, 0);
+    } catch (const std::bad_alloc&) {
+      PRIMJIT_USER_ERROR() << "Tensor::zeros: cannot allocate " << bytes << " bytes for shape "
+                           << shape_text(impl->shape) << " of " << dtype << " on the host";
+    }
     data = impl->host.data();
   } else {
     jit::CudaDriver& driver = jit::CudaDriver::get();
@@ -116,7 +136,12 @@ const std::vector<int64_t>& Tensor::shape() const {
   return impl_->shape;
 }
 int64_t Tensor::numel() const { return num_elements(*dl()); }
-size_t Tensor::nbytes() const { return bytes_of(dtype(), numel()); }
+size_t Tensor::nbytes() const {
+  size_t bytes = 0;
+  PRIMJIT_USER_CHECK(checked_bytes(dtype(), numel(), &bytes))
+      << "Tensor::nbytes: the tensor " << describe(*dl()) << " has more bytes than memory holds";
+  return bytes;
+}
 DLDevice Tensor::device() const { return dl()->device; }
 
 void* Tensor::host_data() const {

@@ -14,8 +14,13 @@
 // - Variables are objects: two Vars with the same name are different variables. A variable is
 //   defined once in a module (see stmt.h for where definitions are visible).
 // - A Let expression binds its variable in its body only.
+// - Depth: a leaf (literal, variable) is 1 deep, any other node 1 + its deepest operand. No
+//   expression is deeper than kMaxExprDepth: make() throws primjit::Error beyond it, so every
+//   recursive walk (printer, parser, passes, code generators, the interpreter) stays within
+//   its stack. Deeper computations bind parts to variables (Bind, Let).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,12 +36,32 @@ namespace primjit {
 // Handles
 // ---------------------------------------------------------------------------------------------
 
+/// The deepest expression the IR accepts (see "Depth" above). Chosen so that the deepest
+/// recursion over an expression, in any component, uses a small part of the smallest stack it
+/// runs on (the interpreter's 256 KiB fiber stacks use about 45 bytes per level, the passes and
+/// code generators on an 8 MiB thread stack under 2 KiB); the parser applies it to the text.
+inline constexpr int kMaxExprDepth = 1000;
+
+namespace detail {
+/// Throws the primjit::Error of a `kind` node `depth` deep (more than kMaxExprDepth).
+[[noreturn]] void expr_too_deep(NodeKind kind, int depth);
+}  // namespace detail
+
 class ExprNode : public Object {
  public:
   const DataType dtype;
+  /// 1 for a leaf, else 1 + the depth of the deepest operand; at most kMaxExprDepth.
+  const int32_t depth;
 
  protected:
-  ExprNode(NodeKind kind, DataType dtype) : Object(kind), dtype(dtype) {}
+  ExprNode(NodeKind kind, DataType dtype, int depth = 1)
+      : Object(kind), dtype(dtype), depth(checked_depth(kind, depth)) {}
+
+ private:
+  static int checked_depth(NodeKind kind, int depth) {
+    if (depth > kMaxExprDepth) detail::expr_too_deep(kind, depth);
+    return depth;
+  }
 };
 
 class Expr : public Ref<ExprNode> {
@@ -46,6 +71,22 @@ class Expr : public Ref<ExprNode> {
   explicit Expr(const ExprNode* node) : Ref<ExprNode>(node) {}
   DataType dtype() const { return get()->dtype; }
 };
+
+namespace detail {
+inline int depth_of(const Expr& e) { return e.defined() ? e->depth : 0; }
+/// The depth of a node whose operands are `operands`: 1 + the deepest of them.
+template <typename... E>
+int depth_above(const E&... operands) {
+  int deepest = 0;
+  ((deepest = std::max(deepest, depth_of(operands))), ...);
+  return deepest + 1;
+}
+inline int depth_above(const std::vector<Expr>& operands) {
+  int deepest = 0;
+  for (const Expr& e : operands) deepest = std::max(deepest, depth_of(e));
+  return deepest + 1;
+}
+}  // namespace detail
 
 class VarNode;
 class Var : public Expr {
@@ -158,7 +199,7 @@ class BinaryNode : public ExprNode {
   const Expr b;
 
   BinaryNode(DataType dtype, Expr a, Expr b)
-      : ExprNode(K, dtype), a(std::move(a)), b(std::move(b)) {}
+      : ExprNode(K, dtype, detail::depth_above(a, b)), a(std::move(a)), b(std::move(b)) {}
 };
 
 #define PRIMJIT_DECLARE_BINARY(Name)                        \
@@ -192,7 +233,7 @@ class Not : public ExprNode {
   static Expr make(Expr a);
   const Expr a;
 
-  Not(DataType dtype, Expr a) : ExprNode(kKind, dtype), a(std::move(a)) {}
+  Not(DataType dtype, Expr a) : ExprNode(kKind, dtype, detail::depth_above(a)), a(std::move(a)) {}
 };
 
 class Select : public ExprNode {
@@ -204,7 +245,7 @@ class Select : public ExprNode {
   const Expr false_value;
 
   Select(DataType dtype, Expr condition, Expr true_value, Expr false_value)
-      : ExprNode(kKind, dtype),
+      : ExprNode(kKind, dtype, detail::depth_above(condition, true_value, false_value)),
         condition(std::move(condition)),
         true_value(std::move(true_value)),
         false_value(std::move(false_value)) {}
@@ -216,7 +257,8 @@ class Cast : public ExprNode {
   static Expr make(DataType dtype, Expr value);
   const Expr value;
 
-  Cast(DataType dtype, Expr value) : ExprNode(kKind, dtype), value(std::move(value)) {}
+  Cast(DataType dtype, Expr value)
+      : ExprNode(kKind, dtype, detail::depth_above(value)), value(std::move(value)) {}
 };
 
 class Let : public ExprNode {
@@ -228,7 +270,7 @@ class Let : public ExprNode {
   const Expr body;
 
   Let(DataType dtype, Var var, Expr value, Expr body)
-      : ExprNode(kKind, dtype),
+      : ExprNode(kKind, dtype, detail::depth_above(var, value, body)),
         var(std::move(var)),
         value(std::move(value)),
         body(std::move(body)) {}
@@ -273,7 +315,9 @@ class BufferLoad : public ExprNode {
   const std::vector<Expr> indices;
 
   BufferLoad(DataType dtype, Buffer buffer, std::vector<Expr> indices)
-      : ExprNode(kKind, dtype), buffer(std::move(buffer)), indices(std::move(indices)) {}
+      : ExprNode(kKind, dtype, detail::depth_above(indices)),
+        buffer(std::move(buffer)),
+        indices(std::move(indices)) {}
 };
 
 class Ramp : public ExprNode {
@@ -286,7 +330,10 @@ class Ramp : public ExprNode {
   const int lanes;
 
   Ramp(DataType dtype, Expr base, Expr stride, int lanes)
-      : ExprNode(kKind, dtype), base(std::move(base)), stride(std::move(stride)), lanes(lanes) {}
+      : ExprNode(kKind, dtype, detail::depth_above(base, stride)),
+        base(std::move(base)),
+        stride(std::move(stride)),
+        lanes(lanes) {}
 };
 
 class Broadcast : public ExprNode {
@@ -297,7 +344,7 @@ class Broadcast : public ExprNode {
   const int lanes;
 
   Broadcast(DataType dtype, Expr value, int lanes)
-      : ExprNode(kKind, dtype), value(std::move(value)), lanes(lanes) {}
+      : ExprNode(kKind, dtype, detail::depth_above(value)), value(std::move(value)), lanes(lanes) {}
 };
 
 class GlobalVarNode : public Object {
@@ -327,7 +374,7 @@ class Call : public ExprNode {
   bool has_side_effects() const { return primjit::has_side_effects(effect()); }
 
   Call(DataType dtype, Op op, GlobalVar callee, std::vector<Expr> args)
-      : ExprNode(kKind, dtype),
+      : ExprNode(kKind, dtype, detail::depth_above(args)),
         op(std::move(op)),
         callee(std::move(callee)),
         args(std::move(args)) {}
