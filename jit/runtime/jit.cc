@@ -923,7 +923,9 @@ Jit::State::State(JitOptions o)
     }
   }
   std::ostringstream key;
-  key << "primjit-variant 1\nprimjit " << version() << "\nllvm " << jit::llvm_version() << " "
+  // Variant format 2: the defined integer division, shift, conversion and min/max semantics
+  // and no contraction (docs/semantics.md); format 1 code computed some of them differently.
+  key << "primjit-variant 2\nprimjit " << version() << "\nllvm " << jit::llvm_version() << " "
       << engine.target_triple() << " " << engine.cpu_name() << " " << engine.cpu_features() << " O"
       << engine.opt_level() << "\n";
   host_key = key.str();
