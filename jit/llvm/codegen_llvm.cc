@@ -80,6 +80,7 @@ const OpMap<HostMathLowering>& host_math() {
         {"fabs", llvm::Intrinsic::fabs},   {"floor", llvm::Intrinsic::floor},
         {"ceil", llvm::Intrinsic::ceil},   {"round", llvm::Intrinsic::roundeven},
         {"trunc", llvm::Intrinsic::trunc}, {"pow", llvm::Intrinsic::pow},
+        {"fma", llvm::Intrinsic::fma},
     };
     for (const auto& [name, id] : intrinsics) m.set(name, {HostMath::kIntrinsic, id});
     m.set("rsqrt", {HostMath::kRsqrt})
@@ -114,10 +115,8 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
       : m_(m), fn_(fn), b_(m.ctx), returns_error_(returns_error), in_parallel_(in_parallel) {
     llvm::BasicBlock* entry = llvm::BasicBlock::Create(m_.ctx, "entry", fn_);
     b_.SetInsertPoint(entry);
-    // a * b + c may become one fused multiply-add, as C compilers and nvcc do by default.
-    llvm::FastMathFlags flags;
-    flags.setAllowContract(true);
-    b_.setFastMathFlags(flags);
+    // No fast-math flags: a * b + c is two roundings unless the IR says T.fma (contraction is
+    // primjit's decision, FuseMultiplyAdd), and NaN, infinities and signed zeros are honoured.
   }
 
   void bind(const VarNode* var, Value* v) { vars_[var] = v; }

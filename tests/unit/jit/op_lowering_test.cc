@@ -20,7 +20,7 @@
 namespace primjit {
 namespace {
 
-// B[k] = T.op(A[k]) (or T.op(A[k], A[k + 1])) for the k-th math op; bool results as 0/1.
+// B[k] = T.op(A[k]) (or T.op(A[k], A[k + 1], ...)) for the k-th math op; bool results as 0/1.
 std::string math_function(const std::string& dtype, const std::string& target_line,
                           std::vector<Op>* ops, const std::string& launch = "") {
   std::string body;
@@ -28,9 +28,11 @@ std::string math_function(const std::string& dtype, const std::string& target_li
     if (!op->is_math()) continue;
     size_t k = ops->size();
     ops->push_back(op);
-    std::string a = "A[" + std::to_string(k) + "]";
-    std::string call = "T." + op->name + "(" + a +
-                       (op->num_args == 2 ? ", A[" + std::to_string(k + 1) + "]" : "") + ")";
+    std::string call = "T." + op->name + "(";
+    for (int i = 0; i < op->num_args; ++i) {
+      call += (i == 0 ? "A[" : ", A[") + std::to_string(k + static_cast<size_t>(i)) + "]";
+    }
+    call += ")";
     if (op->type_rule == OpTypeRule::kBoolOfArg) {
       call = "T.Select(" + call + ", T." + dtype + "(1), T." + dtype + "(0))";
     }
