@@ -599,7 +599,8 @@ std::string disk_key(Kernel::State& k, const std::vector<int64_t>& key) {
   std::call_once(k.disk_once, [&] {
     try {
       std::ostringstream out;
-      out << k.jit->host_key << "target " << k.target.str() << "\n";
+      out << k.jit->host_key << "target " << k.target.str() << "\nchecked_arithmetic "
+          << k.options.checked_arithmetic << " fp_contract " << k.options.fp_contract << "\n";
       if (k.target->kind == "cuda") {
         jit::CudaDriver* driver = jit::CudaDriver::try_get();
         if (driver == nullptr || driver->device_count() == 0) return;
@@ -732,8 +733,11 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
     }
     func = passes::specialize(func, values);
   }
+  passes::PipelineOptions pipeline;
+  pipeline.checked_arithmetic = k.options.checked_arithmetic;
+  pipeline.fp_contract = k.options.fp_contract;
   IRModule lowered = passes::run_passes(k.module.with_function(k.name, func),
-                                        passes::default_pipeline(), dump_options(k));
+                                        passes::default_pipeline(pipeline), dump_options(k));
   times.passes_ms = ms_since(start);
 
   if (k.target->kind == "emu") {
@@ -982,9 +986,10 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
   state->func = func.with_attr("target", AttrValue(target));
   state->module = module.with_function(name, state->func);
   // Variants are shared by kernels of one function, target and device options.
-  state->fingerprint = structural_hash(state->module) ^ std::hash<std::string>()(target.str()) ^
-                       (std::hash<void*>()(options.cuda_stream) * 31) ^
-                       (options.fast_math ? 0x5bd1e995u : 0u);
+  state->fingerprint =
+      structural_hash(state->module) ^ std::hash<std::string>()(target.str()) ^
+      (std::hash<void*>()(options.cuda_stream) * 31) ^ (options.fast_math ? 0x5bd1e995u : 0u) ^
+      (options.checked_arithmetic ? 0x27d4eb2fu : 0u) ^ (options.fp_contract ? 0x165667b1u : 0u);
   std::map<const VarNode*, int> variables;
   for (const Var& p : func->params) {
     Buffer b = func->buffer_of(p);
