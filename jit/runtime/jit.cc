@@ -19,6 +19,7 @@
 #include "jit/cuda/nvrtc_compiler.h"
 #include "jit/emu/interpreter.h"
 #include "jit/llvm/orc_engine.h"
+#include "jit/runtime/argument_memory.h"
 #include "jit/runtime/device_code.h"
 #include "jit/runtime/disk_cache.h"
 #include "jit/runtime/host_program.h"
@@ -92,6 +93,10 @@ struct ParamInfo {
 
 // Shape variables per kernel checked on the stack (more are left to the packed API).
 constexpr int kMaxCheckedVars = 32;
+
+// Parameters of a kernel whose cached calls take the fast path (their byte ranges are kept on
+// the stack for the overlap check).
+constexpr size_t kMaxFastParams = 64;
 
 }  // namespace
 
@@ -391,6 +396,8 @@ struct Kernel::State {
   Target target;
   uint64_t fingerprint = 0;
   std::vector<ParamInfo> params;
+  std::vector<std::string> param_names;  // ParamInfo::name, for the memory check's messages
+  jit::MemoryRule memory;                // alignment and overlap rules of the arguments
 
   // What a cached call checks, as plain integers (see fast_key).
   struct FastParam {
@@ -398,6 +405,7 @@ struct Kernel::State {
     uint32_t dtype = 0;  // the DLDataType's bytes
     int32_t ndim = 0;
     int32_t device = 0;
+    uintptr_t align_mask = 0;  // data + byte_offset must have these bits clear
   };
   std::vector<FastParam> fast;
   bool fast_ok = false;                    // keys fit inline, at most 64 dimensions
@@ -1011,8 +1019,10 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
       }
       info.dims.push_back(rule);
     }
+    state->param_names.push_back(info.name);
     state->params.push_back(std::move(info));
   }
+  state->memory = jit::memory_rule(func, target);
   size_t key_size = 0, dims = 0;
   for (const ParamInfo& p : state->params) {
     Kernel::State::FastParam fp;
@@ -1022,12 +1032,13 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
       std::memcpy(&fp.dtype, &dt, sizeof(fp.dtype));
       fp.ndim = static_cast<int32_t>(p.buffer->shape.size());
       fp.device = target->kind == "cuda" ? kDLCUDA : kDLCPU;
+      fp.align_mask = state->memory.align[state->fast.size()] - 1;
       key_size += 2 + p.buffer->shape.size();
       dims += p.buffer->shape.size();
     }
     state->fast.push_back(fp);
   }
-  state->fast_ok = key_size <= kInlineKey && dims <= 64;
+  state->fast_ok = key_size <= kInlineKey && dims <= 64 && state->params.size() <= kMaxFastParams;
   PRIMJIT_LOG_DEBUG << "kernel '" << name << "' for " << target.str();
   return Kernel(std::move(state));
 }
@@ -1075,6 +1086,8 @@ static inline bool fast_key(const Kernel::State& k, std::span<const Arg> args, K
   size_t bit = 0;
   int64_t values[kMaxCheckedVars];  // shape variables bound so far
   uint32_t bound = 0;
+  const bool disjoint = !k.memory.disjoint.empty();
+  jit::ByteRange ranges[kMaxFastParams];  // of the tensors, when some must not overlap
   for (size_t i = 0; i < args.size(); ++i) {
     const PJValue& v = args[i].value;
     const Kernel::State::FastParam& p = k.fast[i];
@@ -1085,7 +1098,7 @@ static inline bool fast_key(const Kernel::State& k, std::span<const Arg> args, K
     if (v.type_index != kPJDLTensorPtr) return false;
     const auto* t = static_cast<const DLTensor*>(v.v_ptr);
     if (t == nullptr || t->data == nullptr || t->ndim != p.ndim ||
-        (p.ndim > 0 && t->shape == nullptr)) {
+        (p.ndim > 0 && t->shape == nullptr) || (jit::data_address(*t) & p.align_mask) != 0) {
       return false;
     }
     if (t->device.device_type != p.device &&
@@ -1099,9 +1112,11 @@ static inline bool fast_key(const Kernel::State& k, std::span<const Arg> args, K
     key->push_inline((int64_t{t->dtype.code} << 24) | (int64_t{t->dtype.bits} << 16) |
                      t->dtype.lanes);
     key->push_inline(t->ndim);
+    int64_t elements = 1;
     for (int d = 0; d < p.ndim; ++d, ++bit) {
       int64_t extent = t->shape[d];
       if (extent < 0) return false;
+      elements *= extent;
       if (!dynamic && !(mask >> bit & 1)) {
         key->push_inline(extent);
         continue;
@@ -1120,6 +1135,10 @@ static inline bool fast_key(const Kernel::State& k, std::span<const Arg> args, K
         }
       }
     }
+    if (disjoint) ranges[i] = jit::byte_range(*t, elements);
+  }
+  for (const auto& [i, j] : k.memory.disjoint) {
+    if (jit::overlap(ranges[i], ranges[j])) return false;
   }
   return true;
 }
@@ -1316,6 +1335,7 @@ PJValue Kernel::call(std::span<const Arg> args) const {
   }
   ++k.slow_calls;
   check_arguments(k, args);
+  jit::check_argument_memory(k.memory, k.name, k.param_names, args, k.target);
   KeyBuffer key;
   bool dynamic = build_call_key(k, args, &key);
   // (Threads without a slot, and calls the cheap checks declined, look at the recent ones here.)

@@ -1,18 +1,28 @@
 #include "primjit/tensor.h"
 
+#include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "jit/cuda/driver.h"
 #include "primjit/error.h"
 
 namespace primjit {
 
+namespace {
+
+struct AlignedDelete {
+  void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t{kTensorAlignment}); }
+};
+
+}  // namespace
+
 struct Tensor::Impl {
   DLTensor dl{};
   std::vector<int64_t> shape;
   DataType dtype;
   // Exactly one owner of the memory: our own allocation or a DLPack producer's tensor.
-  std::vector<uint8_t> host;
+  std::unique_ptr<uint8_t[], AlignedDelete> host;
   jit::DevicePtr device_memory = 0;
   DLManagedTensor* managed = nullptr;
 
@@ -52,8 +62,11 @@ Tensor Tensor::zeros(std::vector<int64_t> shape, DataType dtype, DLDevice device
   size_t bytes = bytes_of(dtype, count);
   void* data = nullptr;
   if (device.device_type == kDLCPU) {
-    impl->host.assign(bytes, 0);
-    data = impl->host.data();
+    // kTensorAlignment: what CUDA code assumes of its buffers, and a cache line on the host.
+    impl->host.reset(static_cast<uint8_t*>(
+        ::operator new[](std::max<size_t>(bytes, 1), std::align_val_t{kTensorAlignment})));
+    std::memset(impl->host.get(), 0, bytes);
+    data = impl->host.get();
   } else {
     jit::CudaDriver& driver = jit::CudaDriver::get();
     driver.make_current(device.device_id);
