@@ -25,22 +25,6 @@ DLTensor view(void* base, int64_t* n, int64_t offset_bytes, DLDevice device = {k
       static_cast<char*>(base) + offset_bytes, device, 1, {kDLFloat, 32, 1}, n, nullptr, 0};
 }
 
-// C = A + B: reads A and B, writes C.
-PrimFunc add_function() {
-  return parse(R"(
-@T.prim_func
-def add(a: T.handle, b: T.handle, c: T.handle):
-    T.func_attr({"target": T.target("llvm")})
-    n = T.int32()
-    A = T.match_buffer(a, (n,), "float32")
-    B = T.match_buffer(b, (n,), "float32")
-    C = T.match_buffer(c, (n,), "float32")
-    for i in range(n):
-        C[i] = A[i] + B[i]
-)")
-      ->lookup("add");
-}
-
 const Target kCpuTargets[] = {Target::llvm(), Target::emu()};
 
 TEST(ArgumentMemory, TensorsAre64ByteAligned) {
@@ -80,12 +64,12 @@ TEST(ArgumentMemory, OverlappingArgumentsOneWrittenAreAnErrorNamingBoth) {
 TEST(ArgumentMemory, OverlappingArgumentsThatAreOnlyReadAreAccepted) {
   for (const Target& target : kCpuTargets) {
     Jit jit;
-    Kernel k = jit.kernel(add_function(), {.target = target});
+    Kernel k = jit.kernel(parse(test::kVectorAddText)->lookup("vadd"), {.target = target});
     Tensor x = Tensor::zeros({4}, DataType::Float(32)), y = Tensor::zeros({4}, DataType::Float(32));
     for (int i = 0; i < 4; ++i) x.data<float>()[i] = static_cast<float>(i);
     k(x, x, y);  // A and B alias; neither is written
     for (int i = 0; i < 4; ++i) EXPECT_EQ(y.data<float>()[i], 2.0f * i) << target.str();
-    EXPECT_ERROR_CONTAINS(k(x, y, x), "argument #0 ('A') and argument #2 ('C') of 'add'");
+    EXPECT_ERROR_CONTAINS(k(x, y, x), "argument #0 ('A') and argument #2 ('C') of 'vadd'");
     // Empty tensors occupy no bytes: they overlap nothing.
     int64_t zero = 0;
     float one[1] = {0};
