@@ -8,6 +8,9 @@
 //   parameters are `noalias` (buffers of one call do not overlap, as TVM assumes).
 // - `T.parallel` loops are outlined into a body function called through the runtime's
 //   parallel-for (oneTBB); parallel loops nested inside run serially.
+// - Arithmetic follows docs/semantics.md: integer division, shifts, float min/max and float to
+//   int conversions through jit/llvm/semantics_llvm.h (defined for every input); no fast-math
+//   flags, so a * b + c is fused only where the IR says T.fma.
 // - A failed assert stores its message with primjit_rt_set_error and returns -1.
 // - `T.call_packed("kernel", ...)` launches a kernel through primjit_rt_launch (the launch ABI
 //   of jit/runtime/launch.h); a non-zero status propagates as -1.
