@@ -21,7 +21,8 @@
 
 namespace primjit::jit {
 
-/// The bytes a tensor's elements occupy: [begin, end); empty (begin == end) without elements.
+/// The bytes a tensor's elements occupy, [begin, end); [0, 0) for a tensor without elements,
+/// which overlaps nothing.
 struct ByteRange {
   uintptr_t begin = 0;
   uintptr_t end = 0;
@@ -41,11 +42,11 @@ inline ByteRange byte_range(const DLTensor& t, int64_t elements = -1) {
       elements = 1;
       for (int d = 0; d < t.ndim; ++d) elements *= t.shape[d];
     }
-    if (elements <= 0) return {base, base};
+    if (elements <= 0) return {};
     hi = elements - 1;
   } else {
     for (int d = 0; d < t.ndim; ++d) {
-      if (t.shape[d] <= 0) return {base, base};
+      if (t.shape[d] <= 0) return {};
       int64_t span = (t.shape[d] - 1) * t.strides[d];
       (span > 0 ? hi : lo) += span;
     }

@@ -406,6 +406,7 @@ struct Kernel::State {
     int32_t ndim = 0;
     int32_t device = 0;
     uintptr_t align_mask = 0;  // data + byte_offset must have these bits clear
+    uint32_t element_bytes = 0;
   };
   std::vector<FastParam> fast;
   bool fast_ok = false;                    // keys fit inline, at most 64 dimensions
@@ -1033,6 +1034,7 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
       fp.ndim = static_cast<int32_t>(p.buffer->shape.size());
       fp.device = target->kind == "cuda" ? kDLCUDA : kDLCPU;
       fp.align_mask = state->memory.align[state->fast.size()] - 1;
+      fp.element_bytes = static_cast<uint32_t>((p.dtype.bits() * p.dtype.lanes() + 7) / 8);
       key_size += 2 + p.buffer->shape.size();
       dims += p.buffer->shape.size();
     }
@@ -1087,7 +1089,8 @@ static inline bool fast_key(const Kernel::State& k, std::span<const Arg> args, K
   int64_t values[kMaxCheckedVars];  // shape variables bound so far
   uint32_t bound = 0;
   const bool disjoint = !k.memory.disjoint.empty();
-  jit::ByteRange ranges[kMaxFastParams];  // of the tensors, when some must not overlap
+  uintptr_t begin[kMaxFastParams],
+      end[kMaxFastParams];  // of the tensors, when some must not overlap
   for (size_t i = 0; i < args.size(); ++i) {
     const PJValue& v = args[i].value;
     const Kernel::State::FastParam& p = k.fast[i];
@@ -1135,10 +1138,18 @@ static inline bool fast_key(const Kernel::State& k, std::span<const Arg> args, K
         }
       }
     }
-    if (disjoint) ranges[i] = jit::byte_range(*t, elements);
+    if (disjoint) {
+      begin[i] = jit::data_address(*t);
+      end[i] = begin[i] + static_cast<uintptr_t>(elements) * p.element_bytes;
+      if (t->strides != nullptr || elements == 0) {
+        jit::ByteRange r = jit::byte_range(*t, elements);
+        begin[i] = r.begin;
+        end[i] = r.end;
+      }
+    }
   }
   for (const auto& [i, j] : k.memory.disjoint) {
-    if (jit::overlap(ranges[i], ranges[j])) return false;
+    if (begin[i] < end[j] && begin[j] < end[i]) return false;
   }
   return true;
 }

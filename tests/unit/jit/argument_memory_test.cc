@@ -78,6 +78,35 @@ TEST(ArgumentMemory, OverlappingArgumentsThatAreOnlyReadAreAccepted) {
   }
 }
 
+TEST(ArgumentMemory, AnEmptyTensorOverlapsNothing) {
+  // B is written; A has its own length and may be empty, pointing into B's bytes.
+  PrimFunc f = parse(R"(
+@T.prim_func
+def fill(a: T.handle, b: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    m = T.int32()
+    n = T.int32()
+    A = T.match_buffer(a, (m,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    for i in range(n):
+        B[i] = T.float32(m)
+)")
+                   ->lookup("fill");
+  for (const Target& target : kCpuTargets) {
+    Jit jit;
+    Kernel k = jit.kernel(f, {.target = target});
+    std::vector<float> buffer(16, 0.0f);
+    int64_t zero = 0, eight = 8, two = 2;
+    DLTensor empty = view(buffer.data(), &zero, 4 * 4), out = view(buffer.data(), &eight, 0);
+    for (int call = 0; call < 2; ++call) {  // the first call, then a cached one
+      k(&empty, &out);
+      EXPECT_EQ(buffer[7], 0.0f) << target.str();
+    }
+    DLTensor inside = view(buffer.data(), &two, 4 * 4);
+    EXPECT_ERROR_CONTAINS(k(&inside, &out), "overlap in memory");
+  }
+}
+
 TEST(ArgumentMemory, MisalignedDataIsAnErrorNamingTheArgumentAndAlignment) {
   for (const Target& target : kCpuTargets) {
     Jit jit;
