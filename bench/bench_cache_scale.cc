@@ -53,15 +53,15 @@ void BM_DistinctShapes(benchmark::State& state) {
   for (auto _ : state) {
     Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});  // capacity: the default 256
     Kernel k = jit.kernel(add_n(), {.target = Target::emu(), .recompile_limit = 1 << 30});
-    // One small tensor pair, viewed with a different length each call: the kernel reads and
-    // writes element 0 only, so the views never reach past the memory.
-    Tensor a = Tensor::zeros({1}, DataType::Float(32)), b = Tensor::zeros({1}, DataType::Float(32));
+    // One tensor pair of N elements, viewed with a different length each call (the kernel
+    // touches element 0 only).
+    Tensor a = Tensor::zeros({n}, DataType::Float(32)), b = Tensor::zeros({n}, DataType::Float(32));
     DLTensor va = *a.dl(), vb = *b.dl();
     int64_t shape = 0;
     va.shape = vb.shape = &shape;
     double early_ns = 0, late_ns = 0, rss_1k = 0;
     for (int64_t i = 0; i < n; ++i) {
-      shape = 1000000 + i;  // same magnitude throughout: only the number of keys grows
+      shape = i + 1;
       double start = thread_cpu_ns();
       k(&va, &vb);
       double ns = thread_cpu_ns() - start;

@@ -1,7 +1,9 @@
 // JIT-compiled host loops against the same loops compiled by g++ -O3 -march=native in this
 // binary, on the same arrays: an elementwise saxpy and an int32 sum, in L1 (1024, 4096), in L2
 // (16384) and out of cache (1M). The JIT side is called through the packed calling convention,
-// argument checks included (n = 1 shows that fixed cost).
+// argument checks included (n = 1 shows that fixed cost). The saxpy runs in both contraction
+// modes (PipelineOptions::fp_contract: a * x + y as two roundings, or as T.fma), each against
+// the g++ loop that rounds the same way.
 #include <chrono>
 #include <memory>
 #include <numeric>
@@ -50,9 +52,11 @@ jit::OrcEngine& engine() {
 }
 
 // One compiled function, kept for the whole run.
-PJPackedFunc compile(const char* text, const char* name) {
+PJPackedFunc compile(const char* text, const char* name, bool fp_contract = false) {
   static std::vector<std::unique_ptr<jit::HostProgram>> programs;
-  IRModule lowered = passes::run_passes(parse(text), passes::default_pipeline());
+  passes::PipelineOptions options;
+  options.fp_contract = fp_contract;
+  IRModule lowered = passes::run_passes(parse(text), passes::default_pipeline(options));
   programs.push_back(std::make_unique<jit::HostProgram>(engine(), lowered));
   return programs.back()->function(name);
 }
@@ -108,29 +112,40 @@ void race(benchmark::State& state, int64_t bytes_per_call, Jit&& jit_call, Gxx&&
   state.SetBytesProcessed(calls * bytes_per_call);
 }
 
-void BM_Saxpy(benchmark::State& state) {
-  static PJPackedFunc fn = compile(kSaxpy, "saxpy");
+// `fused`: the JIT contracts (T.fma) and the reference calls fma; else neither does.
+void saxpy(benchmark::State& state, bool fused) {
+  static PJPackedFunc unfused_fn = compile(kSaxpy, "saxpy");
+  static PJPackedFunc fused_fn = compile(kSaxpy, "saxpy", /*fp_contract=*/true);
+  PJPackedFunc fn = fused ? fused_fn : unfused_fn;
+  auto reference = fused ? saxpy_fma_reference : saxpy_reference;
   int64_t n = state.range(0);
   std::vector<float> a(n), b(n), c(n), expected(n);
-  std::iota(a.begin(), a.end(), 0.0f);
-  std::iota(b.begin(), b.end(), 1.0f);
-  saxpy_reference(n, 0.5f, a.data(), b.data(), expected.data());
+  // Values whose product is inexact, so that one and two roundings differ.
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] = 1.0f + static_cast<float>(i % 1000) * 0.0137f;
+    b[i] = static_cast<float>(i % 77) * -0.731f;
+  }
+  const float alpha = 0.3f;
+  reference(n, alpha, a.data(), b.data(), expected.data());
   DLTensor ta = tensor(a.data(), &n, {kDLFloat, 32, 1}),
            tb = tensor(b.data(), &n, {kDLFloat, 32, 1}),
            tc = tensor(c.data(), &n, {kDLFloat, 32, 1});
   PJValue args[4] = {ptr(&ta), ptr(&tb), ptr(&tc), {}};
   args[3].type_index = kPJFloat;
-  args[3].v_float64 = 0.5;
+  args[3].v_float64 = alpha;
   jit::call_packed(fn, args, 4);
-  if (c != expected) {
+  if (c != expected) {  // bit for bit: the JIT rounds as the reference does
     state.SkipWithError("JIT saxpy differs from the reference");
     fail();
     return;
   }
   race(
       state, n * 12, [&] { jit::call_packed(fn, args, 4); },
-      [&] { saxpy_reference(n, 0.5f, a.data(), b.data(), c.data()); });
+      [&] { reference(n, alpha, a.data(), b.data(), c.data()); });
 }
+
+void BM_Saxpy(benchmark::State& state) { saxpy(state, false); }
+void BM_SaxpyFma(benchmark::State& state) { saxpy(state, true); }
 
 void BM_Sum(benchmark::State& state) {
   static PJPackedFunc fn = compile(kSum, "total");
@@ -151,6 +166,7 @@ void BM_Sum(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Saxpy)->Arg(1)->Arg(1024)->Arg(4096)->Arg(16384)->Arg(1 << 20)->UseManualTime();
+BENCHMARK(BM_SaxpyFma)->Arg(1024)->Arg(4096)->Arg(16384)->Arg(1 << 20)->UseManualTime();
 BENCHMARK(BM_Sum)->Arg(4096)->Arg(16384)->Arg(1 << 20)->UseManualTime();
 
 }  // namespace

@@ -1,4 +1,5 @@
-// The loops bench_host_codegen compares the JIT with, compiled by g++ -O3 -march=native.
+// The loops bench_host_codegen compares the JIT with, compiled by g++ -O3 -march=native
+// -ffp-contract=off (the JIT's rounding: a * b + c fused only where the code says fma).
 #pragma once
 
 #include <cstdint>
@@ -6,6 +7,8 @@
 namespace primjit::bench {
 
 void saxpy_reference(int64_t n, float alpha, const float* a, const float* b, float* c);
+/// The same with one rounding: c[i] = fma(a[i], alpha, b[i]).
+void saxpy_fma_reference(int64_t n, float alpha, const float* a, const float* b, float* c);
 int32_t sum_reference(int64_t n, const int32_t* a);
 
 }  // namespace primjit::bench

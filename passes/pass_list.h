@@ -9,10 +9,14 @@ namespace primjit::passes {
 Pass make_verify_well_formed_pass();
 /// Specialize{n=128}: binds size variables / scalar parameters to constants.
 Pass make_specialize_pass();
+/// InsertDivisionChecks: checked mode, asserts before integer divisions by zero or MIN / -1.
+Pass make_insert_division_checks_pass();
 /// FlattenBuffer: N-d buffers and accesses to 1-D; parameter buffers get a flat alias.
 Pass make_flatten_buffer_pass();
 /// Simplify: arithmetic simplification under loop/thread bounds; folds proven branches.
 Pass make_simplify_pass();
+/// FuseMultiplyAdd: contraction when enabled, floating a * b + c to T.fma (one rounding).
+Pass make_fuse_multiply_add_pass();
 /// MergeSharedMemoryAllocations: one merged shared.dyn buffer per kernel launch, with reuse.
 Pass make_merge_shared_memory_allocations_pass();
 /// AnnotateDeviceRegions: marks the outermost thread launches of device functions as regions.

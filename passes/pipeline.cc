@@ -9,9 +9,19 @@ namespace primjit::passes {
 std::vector<std::string> default_pipeline(const PipelineOptions& options) {
   std::vector<std::string> pipeline = {
       "VerifyWellFormed",  // reject ill-scoped input before any pass relies on it
-      "FlattenBuffer",     // 1-D accesses: what the code generators and the merge pass expect
-      "Simplify",          // fold the index arithmetic flattening produced, prune dead branches
   };
+  if (options.checked_arithmetic) {
+    pipeline.push_back("InsertDivisionChecks");  // the user's divisions, before any rewrite
+  }
+  for (const char* pass : {
+           "FlattenBuffer",  // 1-D accesses: what the code generators and the merge pass expect
+           "Simplify",       // fold the index arithmetic flattening produced, prune dead branches
+       }) {
+    pipeline.push_back(pass);
+  }
+  if (options.fp_contract) {
+    pipeline.push_back("FuseMultiplyAdd");  // on the simplified sums, before CSE names products
+  }
   if (options.common_subexpr_elim) {
     pipeline.push_back("CommonSubexprElim");  // compute repeated (index) arithmetic once
   }

@@ -59,6 +59,15 @@ struct KernelOptions {
   OnRecompileLimit on_recompile_limit = OnRecompileLimit::kError;
   /// cuda: let NVRTC use fast, less accurate math (--use_fast_math, __expf & co.).
   bool fast_math = false;
+  /// Checked mode: an integer division by zero or MIN / -1 throws primjit::Error naming the
+  /// function and the division (on cuda the kernel traps), instead of giving the defined
+  /// results of docs/semantics.md (x / 0 = -1, x % 0 = x, MIN / -1 = MIN). Costs a compare and
+  /// branch per division whose divisor is not a constant.
+  bool checked_arithmetic = false;
+  /// Contraction: floating a * b + c is computed as T.fma(a, b, c), rounded once, on every
+  /// backend (FuseMultiplyAdd). Off: two roundings everywhere; LLVM and NVRTC never contract on
+  /// their own. Off by default: bench/README.md (bench_host_codegen) measured no gain for it.
+  bool fp_contract = false;
   /// cuda: the CUstream kernels are launched on (nullptr: the default stream). Kernels on
   /// different streams get their own variants.
   void* cuda_stream = nullptr;

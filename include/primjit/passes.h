@@ -35,6 +35,11 @@ const std::vector<Pass>& registered_passes();
 struct PipelineOptions {
   /// Run CommonSubexprElim after Simplify.
   bool common_subexpr_elim = true;
+  /// Run InsertDivisionChecks first: an integer division by zero or MIN / -1 fails the call
+  /// with an error naming the function and the division (docs/semantics.md, checked mode).
+  bool checked_arithmetic = false;
+  /// Run FuseMultiplyAdd after Simplify: floating a * b + c becomes T.fma, rounded once.
+  bool fp_contract = false;
 };
 
 /// The default lowering pipeline, first to last.

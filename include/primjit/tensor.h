@@ -1,6 +1,7 @@
 // primjit::Tensor: an owning n-d array in host or CUDA memory, exchanged as DLPack.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -10,12 +11,17 @@
 
 namespace primjit {
 
+/// The alignment in bytes of the data of tensors made by Tensor::zeros (host memory; device
+/// memory from the driver is aligned more): what CUDA code assumes of a buffer's data by
+/// default (Buffer data_alignment 64), checked at call time (docs/semantics.md).
+inline constexpr size_t kTensorAlignment = 64;
+
 class Tensor {
  public:
   Tensor() = default;
 
-  /// A zero-filled, compact tensor on `device` (CPU memory, or CUDA memory through the driver:
-  /// without one this throws the "no CUDA driver" error).
+  /// A zero-filled, compact tensor on `device` (CPU memory, kTensorAlignment-aligned, or CUDA
+  /// memory through the driver: without one this throws the "no CUDA driver" error).
   static Tensor zeros(std::vector<int64_t> shape, DataType dtype, DLDevice device = {kDLCPU, 0});
   /// Takes ownership of a DLPack tensor: its deleter runs when the last copy of the Tensor goes.
   static Tensor from_dlpack(DLManagedTensor* managed);

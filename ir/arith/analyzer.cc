@@ -54,12 +54,14 @@ Interval div_part(const Interval& a, const Interval& b, bool floor) {
   return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
 }
 
-// Bounds of the quotient; division by zero is undefined, so b == 0 is ignored.
-Interval div_bound(const Interval& a, const Interval& b, bool floor) {
+// Bounds of the quotient. A divisor range holding 0 adds the quotient of a division by zero,
+// -1 (all ones: the largest value of an unsigned type), see expr.h.
+Interval div_bound(const Interval& a, const Interval& b, bool floor, DataType t) {
   std::optional<Interval> result;
+  if (b.lo <= 0 && b.hi >= 0) result = Interval::point(t.is_uint() ? dtype_range(t).hi : -1);
   if (b.lo <= -1) {
     Interval part = div_part(a, {b.lo, std::min<i128>(b.hi, -1)}, floor);
-    result = part;
+    result = result ? interval_union(*result, part) : part;
   }
   if (b.hi >= 1) {
     Interval part = div_part(a, {std::max<i128>(b.lo, 1), b.hi}, floor);
@@ -68,7 +70,8 @@ Interval div_bound(const Interval& a, const Interval& b, bool floor) {
   return result ? *result : Interval::everything();
 }
 
-Interval floormod_bound(const Interval& a, const Interval& b) {
+// Bounds of the remainder by the nonzero values of `b`.
+Interval floormod_nonzero_bound(const Interval& a, const Interval& b) {
   if (b.lo >= 1) {
     if (a.lo >= 0 && a.hi < b.lo) return a;
     Interval r{0, pos_inf(b.hi) ? kInf : b.hi - 1};
@@ -85,7 +88,18 @@ Interval floormod_bound(const Interval& a, const Interval& b) {
           pos_inf(b.hi) ? kInf : std::max<i128>(b.hi - 1, 0)};
 }
 
+// Bounds of the remainder; x % 0 is x (expr.h), so a divisor range holding 0 adds a's range.
+Interval floormod_bound(const Interval& a, const Interval& b) {
+  if (b.lo > 0 || b.hi < 0) return floormod_nonzero_bound(a, b);
+  if (b.lo == 0 && b.hi == 0) return a;
+  Interval nonzero = b.lo == 0 ? Interval{1, b.hi} : b.hi == 0 ? Interval{b.lo, -1} : b;
+  return interval_union(a, floormod_nonzero_bound(a, nonzero));
+}
+
 Interval truncmod_bound(const Interval& a, const Interval& b) {
+  if (b.lo <= 0 && b.hi >= 0) {  // x % 0 is x; otherwise |x % b| <= |x|, with the sign of x
+    return {std::min<i128>(a.lo, 0), std::max<i128>(a.hi, 0)};
+  }
   i128 m = std::max(abs128(b.lo), abs128(b.hi));
   m = infinite(m) ? kInf : m - 1;  // |result| < |b|
   if (a.lo >= 0) return {0, std::min(a.hi, m)};
@@ -457,11 +471,11 @@ Interval AnalyzerImpl::bound_impl(const Expr& e) {
     }
     case NodeKind::kDiv: {
       const auto* op = e.as<Div>();
-      return no_wrap(div_bound(bound(op->a), bound(op->b), false), t);
+      return no_wrap(div_bound(bound(op->a), bound(op->b), false, t), t);
     }
     case NodeKind::kFloorDiv: {
       const auto* op = e.as<FloorDiv>();
-      return no_wrap(div_bound(bound(op->a), bound(op->b), true), t);
+      return no_wrap(div_bound(bound(op->a), bound(op->b), true, t), t);
     }
     case NodeKind::kMod: {
       const auto* op = e.as<Mod>();

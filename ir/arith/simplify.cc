@@ -198,7 +198,8 @@ bool uses_var(const Expr& e, const VarNode* var) {
 
 // Select evaluates both branches and And/Or both operands, so a branch simplified under its
 // condition still runs when the condition is false. Only expressions that cannot fault for any
-// value (no loads, calls, or divisions by non-constants) are simplified that way: otherwise
+// value (no loads, calls, or divisions by non-constants, which the checked mode reports) are
+// simplified that way: otherwise
 // `select(i < n, A[min(i, n - 1)], 0)` would become an out-of-bounds load.
 bool safe_under_any_context(const Expr& e) {
   bool safe = true;
@@ -634,6 +635,12 @@ class Rewriter : public ExprFunctor<Rewriter, Expr> {
   }
 
   // --- division ----------------------------------------------------------------------------
+  // Division by zero has a result (x / 0 is -1, x % 0 is x; see expr.h), so a rule may only
+  // drop or replace a division by a variable divisor when this proves the divisor nonzero.
+  bool nonzero(const Expr& b) {
+    return decide(NodeKind::kNE, b, make_int(b.dtype(), 0)) == std::optional<bool>(true);
+  }
+
   Expr negate(const Expr& a) {
     DataType t = a.dtype();
     return an_.from_linear(an_.combine_ring(Linear{}, 0, an_.linearize(a), -1, t.bits()), t);
@@ -653,7 +660,8 @@ class Rewriter : public ExprFunctor<Rewriter, Expr> {
       return Expr();
     }
     if (!y) {
-      if (AnalyzerImpl::equal(a, b)) return make_int(t, 1);  // a / a with a != 0
+      if (AnalyzerImpl::equal(a, b) && nonzero(b)) return make_int(t, 1);  // 0 // 0 is -1
+      if (x && *x == 0 && nonzero(b)) return make_int(t, 0);
       return Expr();
     }
     i128 d = *y;
@@ -707,7 +715,8 @@ class Rewriter : public ExprFunctor<Rewriter, Expr> {
     if (x && y) return make_int(t, *fold_int(k, t, *x, *y));
     if (!AnalyzerImpl::pure(a) || !AnalyzerImpl::pure(b)) return Expr();
     if (!y) {
-      if (AnalyzerImpl::equal(a, b)) return make_int(t, 0);
+      // x % x and 0 % b are 0 for every value, 0 included (x % 0 is x).
+      if (AnalyzerImpl::equal(a, b) || (x && *x == 0)) return make_int(t, 0);
       return Expr();
     }
     i128 d = *y;
@@ -765,8 +774,11 @@ class Rewriter : public ExprFunctor<Rewriter, Expr> {
     }
     if (y && *y == 1) return div ? a : make_int(t, 0);
     if (y && *y == -1 && t.is_int()) return div ? negate(a) : make_int(t, 0);
-    if (x && *x == 0) return make_int(t, 0);
-    if (!y && AnalyzerImpl::equal(a, b)) return make_int(t, div ? 1 : 0);
+    // 0 % b and b % b are 0 for every b; 0 / b and b / b need b != 0 (x / 0 is -1).
+    if (x && *x == 0 && (!div || y || nonzero(b))) return make_int(t, 0);
+    if (!y && AnalyzerImpl::equal(a, b) && (!div || nonzero(b))) {
+      return make_int(t, div ? 1 : 0);
+    }
     Interval ba = an_.bound(a);
     Interval bb = an_.bound(b);
     // With a >= 0 and b > 0, truncation and floor agree.

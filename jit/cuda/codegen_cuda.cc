@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "jit/cuda/semantics_cuda.h"
 #include "jit/cuda/source_printer.h"
 #include "jit/runtime/launch_limits.h"
 #include "primjit/arith.h"
@@ -25,8 +26,9 @@ namespace {
 
 constexpr int64_t kMaxThreadsPerBlock = LaunchLimits{}.max_threads_per_block;
 
-// Helpers the source may need; each is emitted once, and only when used.
-enum class Helper { kFloorDivInt, kFloorModInt, kFloorModFloat, kReinterpret, kCpAsync };
+// Helpers the source may need; each is emitted once, and only when used. The semantics
+// helpers (integer division, shifts, min/max, conversions) are in semantics_cuda.h.
+enum class Helper { kReinterpret, kCpAsync };
 
 // C++ operator precedence, tightest first. A printed expression carries the precedence of its
 // outermost operator so parentheses appear only where they are needed.
@@ -175,6 +177,7 @@ struct ModuleState {
   bool uses_bf16 = false;
   bool uses_fp8 = false;
   std::set<Helper> helpers;
+  std::set<SemanticsHelper> semantics;
   // Names every function must keep free: function symbols, helpers, extern shared arrays.
   std::set<std::string> reserved;
   // Symbols of the module's device functions, by IR function name.
@@ -336,38 +339,37 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
   Code visit(const Add* op, int lane) { return binary(op, "+", kAdd, lane); }
   Code visit(const Sub* op, int lane) { return binary(op, "-", kAdd, lane); }
   Code visit(const Mul* op, int lane) { return binary(op, "*", kMul, lane); }
-  Code visit(const Div* op, int lane) { return binary(op, "/", kMul, lane); }
+  Code visit(const Div* op, int lane) {
+    if (op->dtype.is_floating()) return binary(op, "/", kMul, lane);
+    return int_division(op, "/", "primjit_truncdiv", false, lane);
+  }
   Code visit(const Mod* op, int lane) {
     if (op->dtype.is_floating()) {
       return float_math(op->dtype, "fmod", {sub(op->a, lane), sub(op->b, lane)});
     }
-    return binary(op, "%", kMul, lane);
+    return int_division(op, "%", "primjit_truncmod", false, lane);
   }
   Code visit(const FloorDiv* op, int lane) {
     DataType t = op->dtype;
     if (t.is_floating()) {
-      Code q = float_binary(t, op->a, op->b, "/", kMul, lane, /*keep_type=*/false);
-      return float_math(t, "floor", {q}, /*args_are_float=*/true);
+      // The quotient rounded to t (narrow types too), then floor.
+      Code q = float_binary(t, op->a, op->b, "/", kMul, lane, /*keep_type=*/true);
+      return float_math(t, "floor", {q});
     }
-    if (t.is_uint() || provably_non_negative(op->a, op->b, lane)) {
-      return binary(op, "/", kMul, lane);
-    }
-    m_.helpers.insert(Helper::kFloorDivInt);
-    return narrow_result(t, call("primjit_floordiv", {sub(op->a, lane), sub(op->b, lane)}));
+    return int_division(op, "/", "primjit_floordiv", true, lane);
   }
   Code visit(const FloorMod* op, int lane) {
-    DataType t = op->dtype;
+    DataType t = op->dtype.element_of();
     if (t.is_floating()) {
-      m_.helpers.insert(Helper::kFloorModFloat);
-      std::vector<Code> args = {to_compute_float(t, sub(op->a, lane)),
-                                to_compute_float(t, sub(op->b, lane))};
-      return from_float(t, call("primjit_floormod", args));
+      std::vector<Code> args = {sub(op->a, lane), sub(op->b, lane)};
+      if (t.is_float() && t.bits() >= 32) {
+        m_.semantics.insert(SemanticsHelper::kFloorModFloat);
+        return call("primjit_floormod", args);
+      }
+      m_.semantics.insert(SemanticsHelper::kFloorModNarrow);
+      return call("primjit_floormod_narrow<" + scalar_type(t) + ">", args);
     }
-    if (t.is_uint() || provably_non_negative(op->a, op->b, lane)) {
-      return binary(op, "%", kMul, lane);
-    }
-    m_.helpers.insert(Helper::kFloorModInt);
-    return narrow_result(t, call("primjit_floormod", {sub(op->a, lane), sub(op->b, lane)}));
+    return int_division(op, "%", "primjit_floormod", true, lane);
   }
   Code visit(const Min* op, int lane) { return min_max(op->dtype, op->a, op->b, true, lane); }
   Code visit(const Max* op, int lane) { return min_max(op->dtype, op->a, op->b, false, lane); }
@@ -463,12 +465,7 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
     }
     if (name == "likely") return sub(op->args[0], lane);
     if (name == "reinterpret") return reinterpret(op, lane);
-    if (name == "shift_left") {
-      return narrow_result(op->dtype,
-                           infix(sub(op->args[0], lane), "<<", kShift, sub(op->args[1], lane)));
-    }
-    if (name == "shift_right")
-      return infix(sub(op->args[0], lane), ">>", kShift, sub(op->args[1], lane));
+    if (name == "shift_left" || name == "shift_right") return shift(op, lane);
     if (name == "bitwise_and")
       return infix(sub(op->args[0], lane), "&", kBitAnd, sub(op->args[1], lane));
     if (name == "bitwise_or")
@@ -1079,15 +1076,71 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
       return call(is_min ? "__hmin" : "__hmax", {a, b});
     }
     if (e.is_float8()) {
-      return from_float(
-          e, call(is_min ? "fminf" : "fmaxf", {to_compute_float(e, a), to_compute_float(e, b)}));
+      m_.semantics.insert(SemanticsHelper::kFloatMinMax);
+      return from_float(e, call(is_min ? "primjit_fmin" : "primjit_fmax",
+                                {to_compute_float(e, a), to_compute_float(e, b)}));
+    }
+    if (e.is_floating()) {
+      m_.semantics.insert(SemanticsHelper::kFloatMinMax);
+      return call(is_min ? "primjit_fmin" : "primjit_fmax", {a, b});
     }
     return call(is_min ? "min" : "max", {a, b});
   }
 
-  bool provably_non_negative(const Expr& a, const Expr& b, int lane) {
-    if (lane >= 0) return false;
-    return an_.const_int_bound(a).min >= 0 && an_.const_int_bound(b).min >= 0;
+  // Integer division: C's operator where it is defined and equal to the IR's result (a divisor
+  // that is provably neither 0 nor -1; for the floor forms also a non-negative dividend and a
+  // positive divisor), else the helper that gives docs/semantics.md's results for every input.
+  template <typename Node>
+  Code int_division(const Node* op, const char* sym, const char* helper, bool floor, int lane) {
+    if (lane < 0) {
+      arith::ConstIntBound a = an_.const_int_bound(op->a);
+      arith::ConstIntBound b = an_.const_int_bound(op->b);
+      bool divisor_ok = b.min >= 1 || (op->dtype.is_int() && b.max <= -2);
+      if (divisor_ok && (!floor || op->dtype.is_uint() || (a.min >= 0 && b.min >= 1))) {
+        return binary(op, sym, kMul, lane);
+      }
+    }
+    m_.semantics.insert(SemanticsHelper::kIntDivision);
+    return narrow_result(op->dtype, call(helper, {sub(op->a, lane), sub(op->b, lane)}));
+  }
+
+  // shift_left / shift_right through primjit_shl/shr<T, U> (U: T's unsigned type).
+  Code shift(const Call* op, int lane) {
+    DataType t = op->dtype.element_of();
+    PRIMJIT_USER_CHECK(t.is_integer() && !t.is_bool())
+        << "CUDA code generation: T." << op->op->name << " needs integers, got " << t << " (in "
+        << where() << ")";
+    m_.semantics.insert(SemanticsHelper::kShift);
+    std::string type = scalar_type(t);
+    std::string utype = scalar_type(DataType::UInt(t.bits()));
+    bool left = op->op->name == "shift_left";
+    return call(std::string(left ? "primjit_shl<" : "primjit_shr<") + type + ", " + utype + ">",
+                {sub(op->args[0], lane), sub(op->args[1], lane)});
+  }
+
+  // A floating value (float or double, or a narrow float) as integer type `to`: saturating, NaN
+  // to 0, through primjit_ftoi.
+  Code float_to_int(DataType to, DataType from, const Code& v) {
+    bool dbl = from.is_float() && from.bits() == 64;
+    Code x = dbl ? v : float_of(from, v);
+    m_.semantics.insert(SemanticsHelper::kFloatToInt);
+    int bits = to.bits();
+    std::string suffix = dbl ? "" : "f";
+    std::string lo = to.is_int() ? "-0x1p" + std::to_string(bits - 1) + suffix : "0.0" + suffix;
+    std::string hi = "0x1p" + std::to_string(to.is_int() ? bits - 1 : bits) + suffix;
+    int64_t min = to.is_int() ? (bits == 64 ? std::numeric_limits<int64_t>::min()
+                                            : -(int64_t{1} << (bits - 1)))
+                              : 0;
+    int64_t max = to.is_int() ? (bits == 64 ? std::numeric_limits<int64_t>::max()
+                                            : (int64_t{1} << (bits - 1)) - 1)
+                              : (bits == 64 ? -1 : (int64_t{1} << bits) - 1);
+    std::string type = scalar_type(to);
+    return call("primjit_ftoi<" + type + ", " + (dbl ? "double" : "float") + ">",
+                {x,
+                 {lo, kUnary},
+                 {hi, kPrimary},
+                 {"(" + type + ")" + wrap(int_literal(to, min), kUnary), kUnary},
+                 {"(" + type + ")" + wrap(int_literal(to, max), kUnary), kUnary}});
   }
 
   // A half/bfloat16/float8 value as float (float and double are returned as they are).
@@ -1130,38 +1183,20 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Code, int>,
       return {"(bool)" + wrap(to_compute_float(from, v), kUnary), kUnary};
     }
     if (to.is_handle()) return {"(void*)" + wrap(v, kUnary), kUnary};
+    if (from.is_floating() && to.is_integer()) return float_to_int(to, from, v);
     if (is_narrow_float(from) && !is_narrow_float(to)) {
       Code f = to_compute_float(from, v);
       return to.is_float() && to.bits() == 32
                  ? f
                  : Code{"(" + scalar_type(to) + ")" + wrap(f, kUnary), kUnary};
     }
-    if (to.is_float() && to.bits() == 16) {
-      scalar_type(to);
-      if (from.is_float() && from.bits() == 64) return call("__double2half", {v});
-      if (from.is_int() && from.bits() == 32) return call("__int2half_rn", {v});
-      if (from.is_int() && from.bits() == 64) return call("__ll2half_rn", {v});
-      if (from.is_uint() && from.bits() == 32) return call("__uint2half_rn", {v});
-      if (from.is_uint() && from.bits() == 64) return call("__ull2half_rn", {v});
-      return from_float(to, float_of(from, v));
-    }
-    if (to.is_bfloat16()) {
-      scalar_type(to);
-      if (from.is_float() && from.bits() == 64) return call("__double2bfloat16", {v});
-      if (from.is_int() && from.bits() == 32) return call("__int2bfloat16_rn", {v});
-      if (from.is_int() && from.bits() == 64) return call("__ll2bfloat16_rn", {v});
-      if (from.is_uint() && from.bits() == 32) return call("__uint2bfloat16_rn", {v});
-      if (from.is_uint() && from.bits() == 64) return call("__ull2bfloat16_rn", {v});
-      return from_float(to, float_of(from, v));
-    }
-    if (to.is_float8()) {
-      if (from.is_float() && from.bits() == 64) return call(scalar_type(to), {v});
-      return from_float(to, float_of(from, v));
-    }
+    // Everything becomes a narrow float through float32: float64 and integers round twice, as
+    // on the other backends (docs/semantics.md).
+    if (is_narrow_float(to)) return from_float(to, float_of(from, v));
     return {"(" + scalar_type(to) + ")" + wrap(v, kUnary), kUnary};
   }
 
-  // Any non-double value as a float (half/bfloat16/float8 exactly, integers rounded).
+  // Any value as a float (half/bfloat16/float8 exactly, integers and double rounded).
   Code float_of(DataType from, const Code& v) {
     if (from.is_float() && from.bits() == 32) return v;
     if ((from.is_float() && from.bits() == 16) || from.is_bfloat16() || from.is_float8()) {
@@ -1366,32 +1401,15 @@ std::string preamble(const ModuleState& m, const std::vector<std::string>& kerne
   w.raw_line("#include <cstdint>");
   w.raw_line("#endif");
   const std::string kInline = "__device__ __forceinline__ ";
-  if (m.helpers.count(Helper::kFloorDivInt) != 0) {
+  for (SemanticsHelper helper : m.semantics) {
     w.line("");
-    w.line("// Integer division rounding toward negative infinity (the IR's `//`).");
-    for (const char* type : {"int", "long long"}) {
-      w.open(kInline + type + " primjit_floordiv(" + type + " a, " + type + " b)");
-      w.line(std::string(type) + " q = a / b;");
-      w.line("return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;");
-      w.close();
+    const std::string source = semantics_helper_source(helper);
+    for (size_t begin = 0; begin < source.size();) {
+      size_t end = source.find('\n', begin);
+      if (end == std::string::npos) end = source.size();
+      w.raw_line(std::string_view(source).substr(begin, end - begin));
+      begin = end + 1;
     }
-  }
-  if (m.helpers.count(Helper::kFloorModInt) != 0) {
-    w.line("");
-    w.line("// Integer modulo with the sign of the divisor (the IR's `%`).");
-    for (const char* type : {"int", "long long"}) {
-      w.open(kInline + type + " primjit_floormod(" + type + " a, " + type + " b)");
-      w.line(std::string(type) + " r = a % b;");
-      w.line("return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;");
-      w.close();
-    }
-  }
-  if (m.helpers.count(Helper::kFloorModFloat) != 0) {
-    w.line("");
-    w.line("// Floating-point modulo with the sign of the divisor (the IR's `%`).");
-    w.line(kInline + "float primjit_floormod(float a, float b) { return a - floorf(a / b) * b; }");
-    w.line(kInline +
-           "double primjit_floormod(double a, double b) { return a - floor(a / b) * b; }");
   }
   if (m.helpers.count(Helper::kReinterpret) != 0) {
     w.line("");
@@ -1424,10 +1442,10 @@ CudaModuleSource codegen_cuda(const IRModule& lowered, const CudaCodegenOptions&
   CudaModuleSource out;
   ModuleState state;
   state.options = options;
-  for (const char* helper :
-       {"primjit_floordiv", "primjit_floormod", "primjit_reinterpret", "primjit_cp_async"}) {
+  for (const char* helper : {"primjit_reinterpret", "primjit_cp_async", "signbit"}) {
     state.reserved.insert(helper);
   }
+  for (const std::string& helper : semantics_helper_names()) state.reserved.insert(helper);
   // The functions the generated code may call must stay visible: no local may be named so.
   for (const Op& op : Op::all()) {
     if (!op->is_math()) continue;
@@ -1437,7 +1455,7 @@ CudaModuleSource codegen_cuda(const IRModule& lowered, const CudaCodegenOptions&
       state.reserved.insert(fn + "f");
     }
   }
-  for (const char* fn : {"fminf", "fmaxf", "make_half2", "make_bfloat162"}) {
+  for (const char* fn : {"make_half2", "make_bfloat162"}) {
     state.reserved.insert(fn);
   }
 

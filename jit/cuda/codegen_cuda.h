@@ -37,12 +37,15 @@
 //   `float* B = (float*)buf_dyn_shmem;` (`+ elem_offset` when it has one), and is accessed
 //   through it. MergeSharedMemoryAllocations folds each view's place into its indices: a view
 //   512 bytes into the merged buffer reads `B[i + 128]`.
-// - Integer semantics follow expr.h: Div/Mod are C's `/` and `%`; signed FloorDiv/FloorMod
-//   print as `/` and `%` only when both operands are provably non-negative (thread indices,
-//   loop variables, constants, size variables), else through `primjit_floordiv` /
-//   `primjit_floormod` helpers that round toward negative infinity. int8/int16/uint8/uint16
-//   results are cast back to their type (C promotes them to int). 32/64-bit wraparound is
-//   left to the hardware (two's complement), as in TVM's CUDA output.
+// - Semantics follow docs/semantics.md (helpers in semantics_cuda.h, emitted when used): Div,
+//   Mod, FloorDiv and FloorMod print as C's `/` and `%` only where C gives the IR's result (a
+//   divisor provably neither 0 nor -1; for the floor forms also non-negative operands: thread
+//   indices, loop variables, constants, size variables), else they call primjit_truncdiv /
+//   truncmod / floordiv / floormod, defined for every input (x / 0 = -1, x % 0 = x). Shifts
+//   call primjit_shl/shr, float-to-int casts primjit_ftoi (saturating), floating FloorMod
+//   primjit_floormod. int8/int16/uint8/uint16 results are cast back to their type (C promotes
+//   them to int). 32/64-bit wraparound of + - * is left to the hardware (two's complement), as
+//   in TVM's CUDA output.
 // - `T.if_then_else` is `c ? t : f` (only the chosen branch runs). Select also prints as
 //   `c ? t : f` when its branches have no side effects: not evaluating a pure operand is not
 //   observable (a load that would fault in the unchosen branch is simply not done). With side
@@ -51,7 +54,10 @@
 // - float16 and bfloat16 compute with the toolkit's operators; their math functions and all
 //   float8 arithmetic compute in float32 and round each IR operation's result back to its
 //   dtype. Math uses the float or double CUDA functions (expf, exp, ...), the `__expf` family
-//   only with fast_math; Min/Max are CUDA's min/max (fminf/fmaxf for floats).
+//   only with fast_math; Min/Max are CUDA's min/max on integers, primjit_fmin/fmax on float
+//   and double, __hmin/__hmax on half and bfloat16. Integers and float64 become half,
+//   bfloat16 or float8 through float (two roundings, as on the other backends). NVRTC runs
+//   with --fmad=false: only T.fma fuses.
 // - Vectors: lane-wise expressions; a contiguous access whose byte offset is provably aligned
 //   and whose dtype has a CUDA vector type (float4, int2, half2, ...) loads or stores it whole.
 // - tvm_storage_sync("shared"|"shared.dyn") is `__syncthreads();` ("warp": `__syncwarp();`);

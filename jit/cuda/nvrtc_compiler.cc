@@ -117,6 +117,9 @@ DeviceImage nvrtc_compile(const CudaSource& source, const NvrtcOptions& options)
       "-I" + cuda_include_dir(),
   };
   if (options.fast_math) flags.push_back("--use_fast_math");
+  // Contraction is primjit's decision (T.fma, see FuseMultiplyAdd), also with fast math: NVRTC
+  // never fuses a multiply and an add on its own.
+  flags.push_back("--fmad=false");
   if (options.line_info) flags.push_back("-lineinfo");
   flags.insert(flags.end(), options.extra_options.begin(), options.extra_options.end());
   std::vector<const char*> argv;

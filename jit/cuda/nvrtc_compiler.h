@@ -1,4 +1,5 @@
-// CUDA C -> device image (CUBIN, or PTX as the fallback) through NVRTC. Needs no GPU.
+// CUDA C -> device image (CUBIN, or PTX as the fallback) through NVRTC. Needs no GPU. NVRTC
+// always gets --fmad=false: a * b + c is fused only where the source says fma (docs/semantics.md).
 #pragma once
 
 #include <string>

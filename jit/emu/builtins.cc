@@ -53,6 +53,7 @@ enum class MathFn {
   kIsNan,
   kIsInf,
   kIsFinite,
+  kFma,
 };
 
 struct MathSpec {
@@ -81,7 +82,7 @@ const std::map<std::string, MathSpec>& libm_names() {
         {"pow", {MathFn::kPow, 2}},           {"fmod", {MathFn::kFmod, 2}},
         {"atan2", {MathFn::kAtan2, 2}},       {"fmin", {MathFn::kFmin, 2}},
         {"fmax", {MathFn::kFmax, 2}},         {"hypot", {MathFn::kHypot, 2}},
-        {"copysign", {MathFn::kCopysign, 2}},
+        {"copysign", {MathFn::kCopysign, 2}}, {"fma", {MathFn::kFma, 3}},
     };
     std::map<std::string, MathSpec> out;
     for (const auto& [name, spec] : base) {
@@ -118,7 +119,7 @@ const OpMap<MathSpec>& math_ops() {
 }
 
 template <typename T>
-T math(MathFn fn, T x, T y) {
+T math(MathFn fn, T x, T y, T z) {
   switch (fn) {
     case MathFn::kExp:
       return std::exp(x);
@@ -196,6 +197,8 @@ T math(MathFn fn, T x, T y) {
       return std::isinf(x) ? 1 : 0;
     case MathFn::kIsFinite:
       return std::isfinite(x) ? 1 : 0;
+    case MathFn::kFma:
+      return std::fma(x, y, z);  // one rounding, in T
   }
   return 0;
 }
@@ -211,29 +214,31 @@ class MathNode : public CExpr {
   MathNode(DataType dtype, MathFn fn, bool single, std::vector<CExprPtr> args)
       : CExpr(dtype), fn_(fn), single_(single), args_(std::move(args)) {}
   Scalar eval(Exec& ex) const override {
-    double x = to_double(args_[0]->type, args_[0]->eval(ex));
-    double y = args_.size() > 1 ? to_double(args_[1]->type, args_[1]->eval(ex)) : 0.0;
-    return apply(x, y);
+    double v[3] = {0, 0, 0};
+    for (size_t i = 0; i < args_.size(); ++i) v[i] = to_double(args_[i]->type, args_[i]->eval(ex));
+    return apply(v);
   }
   void eval_lanes(Exec& ex, Lanes* out) const override {
     if (dtype.lanes() == 1) return CExpr::eval_lanes(ex, out);
-    Lanes a, b;
-    args_[0]->eval_lanes(ex, &a);
-    if (args_.size() > 1) args_[1]->eval_lanes(ex, &b);
+    Lanes in[3];
+    for (size_t i = 0; i < args_.size(); ++i) args_[i]->eval_lanes(ex, &in[i]);
     out->resize(static_cast<size_t>(dtype.lanes()));
     for (size_t l = 0; l < out->size(); ++l) {
-      double x = to_double(args_[0]->type, a.size() == 1 ? a[0] : a[l]);
-      double y = b.empty() ? 0.0 : to_double(args_[1]->type, b.size() == 1 ? b[0] : b[l]);
-      (*out)[l] = apply(x, y);
+      double v[3] = {0, 0, 0};
+      for (size_t i = 0; i < args_.size(); ++i) {
+        v[i] = to_double(args_[i]->type, in[i].size() == 1 ? in[i][0] : in[i][l]);
+      }
+      (*out)[l] = apply(v);
     }
   }
 
  private:
-  Scalar apply(double x, double y) const {
+  Scalar apply(const double (&v)[3]) const {
     double r =
         single_
-            ? static_cast<double>(math<float>(fn_, static_cast<float>(x), static_cast<float>(y)))
-            : math<double>(fn_, x, y);
+            ? static_cast<double>(math<float>(fn_, static_cast<float>(v[0]),
+                                              static_cast<float>(v[1]), static_cast<float>(v[2])))
+            : math<double>(fn_, v[0], v[1], v[2]);
     if (is_predicate(fn_)) return from_integer(type, static_cast<int64_t>(r), false);
     return from_double(type, r);
   }

@@ -33,8 +33,63 @@ enum class BinOp {
 
 bool is_compare(BinOp op) { return op >= BinOp::kEQ && op <= BinOp::kGE; }
 
-[[noreturn]] __attribute__((noinline, cold)) void division_by_zero(Exec& ex) {
-  PRIMJIT_USER_ERROR() << "integer division by zero" << ex.where();
+bool is_division(BinOp op) { return op >= BinOp::kDiv && op <= BinOp::kFloorMod; }
+bool is_quotient(BinOp op) { return op == BinOp::kDiv || op == BinOp::kFloorDiv; }
+
+// Integer division and remainder for every input (docs/semantics.md, RISC-V's rules): x / 0 is
+// -1, x % 0 is x, MIN / -1 is MIN and MIN % -1 is 0; FloorDiv and FloorMod round the quotient
+// toward negative infinity.
+Scalar signed_divide(BinOp op, int bits, int64_t a, int64_t b) {
+  const bool quotient = is_quotient(op);
+  if (b == 0) return Scalar::of_int(quotient ? -1 : a);
+  if (b == -1)
+    return Scalar::of_int(quotient ? wrap_signed(0 - static_cast<uint64_t>(a), bits) : 0);
+  int64_t q = a / b;
+  int64_t r = a % b;
+  if ((op == BinOp::kFloorDiv || op == BinOp::kFloorMod) && r != 0 && ((r < 0) != (b < 0))) {
+    --q;
+    r += b;
+  }
+  return Scalar::of_int(quotient ? q : r);
+}
+
+Scalar unsigned_divide(BinOp op, int bits, uint64_t a, uint64_t b) {
+  if (b == 0)
+    return Scalar::of_int(is_quotient(op) ? wrap_unsigned(~uint64_t{0}, bits)
+                                          : static_cast<int64_t>(a));
+  return Scalar::of_int(static_cast<int64_t>(is_quotient(op) ? a / b : a % b));
+}
+
+// Checked mode (Options::checked_arithmetic): a division by zero, or MIN / -1, is an error.
+[[noreturn]] __attribute__((noinline, cold)) void division_error(Exec& ex, const Expr& source,
+                                                                 bool overflow) {
+  PRIMJIT_USER_ERROR() << "integer division " << (overflow ? "overflow" : "by zero") << " in `"
+                       << print(source) << "`" << ex.where();
+}
+
+void check_division(const TypeInfo& t, BinOp op, const Scalar& a, const Scalar& b,
+                    const Expr& source, Exec& ex) {
+  if (t.repr != Repr::kInt && t.repr != Repr::kUInt) return;
+  if (b.i == 0) division_error(ex, source, false);
+  if (t.repr == Repr::kInt && is_quotient(op) && b.i == -1 &&
+      a.i == wrap_signed(uint64_t{1} << (t.bits - 1), t.bits)) {
+    division_error(ex, source, true);
+  }
+}
+
+// Floating Min and Max: IEEE 754-2019 minimumNumber / maximumNumber. A NaN operand is ignored
+// (NaN only when both are), and -0 orders below +0.
+double float_min(double a, double b) {
+  if (std::isnan(a)) return b;
+  if (std::isnan(b) || a < b) return a;
+  if (b < a) return b;
+  return std::signbit(a) ? a : b;
+}
+double float_max(double a, double b) {
+  if (std::isnan(a)) return b;
+  if (std::isnan(b) || a > b) return a;
+  if (b > a) return b;
+  return std::signbit(a) ? b : a;
 }
 
 [[noreturn]] __attribute__((noinline, cold)) void unsupported_operation(Exec& ex, DataType t) {
@@ -61,9 +116,8 @@ bool compare(BinOp op, T a, T b) {
   }
 }
 
-Scalar signed_op(BinOp op, int bits, int64_t a, int64_t b, Exec& ex) {
+Scalar signed_op(BinOp op, int bits, int64_t a, int64_t b) {
   const uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-  const int64_t min = wrap_signed(uint64_t{1} << (bits - 1), bits);
   switch (op) {
     case BinOp::kAdd:
       return Scalar::of_int(wrap_signed(ua + ub, bits));
@@ -72,21 +126,10 @@ Scalar signed_op(BinOp op, int bits, int64_t a, int64_t b, Exec& ex) {
     case BinOp::kMul:
       return Scalar::of_int(wrap_signed(ua * ub, bits));
     case BinOp::kDiv:
-    case BinOp::kFloorDiv: {
-      if (b == 0) division_by_zero(ex);
-      if (a == min && b == -1) return Scalar::of_int(min);  // wraps around
-      int64_t q = a / b;
-      if (op == BinOp::kFloorDiv && (a % b != 0) && ((a < 0) != (b < 0))) --q;
-      return Scalar::of_int(wrap_signed(static_cast<uint64_t>(q), bits));
-    }
+    case BinOp::kFloorDiv:
     case BinOp::kMod:
-    case BinOp::kFloorMod: {
-      if (b == 0) division_by_zero(ex);
-      if (b == -1) return Scalar::of_int(0);
-      int64_t r = a % b;
-      if (op == BinOp::kFloorMod && r != 0 && ((r < 0) != (b < 0))) r += b;
-      return Scalar::of_int(r);
-    }
+    case BinOp::kFloorMod:
+      return signed_divide(op, bits, a, b);
     case BinOp::kMin:
       return Scalar::of_int(std::min(a, b));
     case BinOp::kMax:
@@ -100,7 +143,7 @@ Scalar signed_op(BinOp op, int bits, int64_t a, int64_t b, Exec& ex) {
   }
 }
 
-Scalar unsigned_op(BinOp op, int bits, uint64_t a, uint64_t b, Exec& ex) {
+Scalar unsigned_op(BinOp op, int bits, uint64_t a, uint64_t b) {
   switch (op) {
     case BinOp::kAdd:
       return Scalar::of_int(wrap_unsigned(a + b, bits));
@@ -110,12 +153,9 @@ Scalar unsigned_op(BinOp op, int bits, uint64_t a, uint64_t b, Exec& ex) {
       return Scalar::of_int(wrap_unsigned(a * b, bits));
     case BinOp::kDiv:
     case BinOp::kFloorDiv:
-      if (b == 0) division_by_zero(ex);
-      return Scalar::of_int(static_cast<int64_t>(a / b));
     case BinOp::kMod:
     case BinOp::kFloorMod:
-      if (b == 0) division_by_zero(ex);
-      return Scalar::of_int(static_cast<int64_t>(a % b));
+      return unsigned_divide(op, bits, a, b);
     case BinOp::kMin:
       return Scalar::of_int(static_cast<int64_t>(std::min(a, b)));
     case BinOp::kMax:
@@ -152,10 +192,10 @@ Scalar float_op(BinOp op, const TypeInfo& t, double a, double b) {
       break;
     }
     case BinOp::kMin:
-      r = std::fmin(a, b);
+      r = float_min(a, b);
       break;
     case BinOp::kMax:
-      r = std::fmax(a, b);
+      r = float_max(a, b);
       break;
     default:
       return Scalar::of_int(compare(op, a, b) ? 1 : 0);
@@ -169,9 +209,9 @@ Scalar binary(BinOp op, const TypeInfo& t, const Scalar& a, const Scalar& b, Exe
   switch (t.repr) {
     case Repr::kInt:
     case Repr::kBool:
-      return signed_op(op, t.repr == Repr::kBool ? 64 : t.bits, a.i, b.i, ex);
+      return signed_op(op, t.repr == Repr::kBool ? 64 : t.bits, a.i, b.i);
     case Repr::kUInt:
-      return unsigned_op(op, t.bits, a.u, b.u, ex);
+      return unsigned_op(op, t.bits, a.u, b.u);
     case Repr::kFloat32:
     case Repr::kFloat64:
     case Repr::kNarrow:
@@ -245,11 +285,18 @@ inline const Scalar& lane(const Lanes& v, size_t l) { return v.size() == 1 ? v[0
 
 class BinaryNode : public CExpr {
  public:
-  BinaryNode(DataType dtype, BinOp op, DataType operand, CExprPtr a, CExprPtr b)
-      : CExpr(dtype), op_(op), operand_(operand), a_(std::move(a)), b_(std::move(b)) {}
+  // `checked`: the IR division, when the checked mode reports divisions by zero and overflows.
+  BinaryNode(DataType dtype, BinOp op, DataType operand, CExprPtr a, CExprPtr b, Expr checked)
+      : CExpr(dtype),
+        op_(op),
+        operand_(operand),
+        a_(std::move(a)),
+        b_(std::move(b)),
+        checked_(std::move(checked)) {}
   Scalar eval(Exec& ex) const override {
     Scalar a = a_->eval(ex);
     Scalar b = b_->eval(ex);
+    if (checked_.defined()) check_division(operand_, op_, a, b, checked_, ex);
     return binary(op_, operand_, a, b, ex);
   }
   void eval_lanes(Exec& ex, Lanes* out) const override {
@@ -258,14 +305,17 @@ class BinaryNode : public CExpr {
     a_->eval_lanes(ex, &a);
     b_->eval_lanes(ex, &b);
     out->resize(static_cast<size_t>(dtype.lanes()));
-    for (size_t l = 0; l < out->size(); ++l)
+    for (size_t l = 0; l < out->size(); ++l) {
+      if (checked_.defined()) check_division(operand_, op_, lane(a, l), lane(b, l), checked_, ex);
       (*out)[l] = binary(op_, operand_, lane(a, l), lane(b, l), ex);
+    }
   }
 
  private:
   BinOp op_;
   TypeInfo operand_;
   CExprPtr a_, b_;
+  Expr checked_;
 };
 
 // Fast paths for the most frequent scalar cases: signed integer index arithmetic and float32.
@@ -310,7 +360,8 @@ class Float32Node : public CExpr {
   CExprPtr a_, b_;
 };
 
-CExprPtr make_binary(DataType dtype, BinOp op, DataType operand, CExprPtr a, CExprPtr b) {
+CExprPtr make_binary(DataType dtype, BinOp op, DataType operand, CExprPtr a, CExprPtr b,
+                     Expr checked) {
   const TypeInfo t(operand);
   if (dtype.lanes() == 1 && t.repr == Repr::kInt) {
     switch (op) {
@@ -353,7 +404,9 @@ CExprPtr make_binary(DataType dtype, BinOp op, DataType operand, CExprPtr a, CEx
         break;
     }
   }
-  return std::make_unique<BinaryNode>(dtype, op, operand, std::move(a), std::move(b));
+  if (!is_division(op) || !t.is_integral()) checked = Expr();
+  return std::make_unique<BinaryNode>(dtype, op, operand, std::move(a), std::move(b),
+                                      std::move(checked));
 }
 
 class NotNode : public CExpr {
@@ -520,9 +573,11 @@ class ExprCompiler : public ExprFunctor<ExprCompiler, CExprPtr> {
     if (op->dtype.lanes() > 1) return std::make_unique<VectorSlotNode>(op->dtype, slot);
     return std::make_unique<SlotNode>(op->dtype, slot);
   }
-#define PRIMJIT_EMU_BINARY(Node, Op)                                                         \
-  CExprPtr visit(const Node* op) {                                                           \
-    return make_binary(op->dtype, BinOp::Op, op->a.dtype(), c_.expr(op->a), c_.expr(op->b)); \
+#define PRIMJIT_EMU_BINARY(Node, Op)                                                        \
+  CExprPtr visit(const Node* op) {                                                          \
+    Expr checked = c_.program.options.checked_arithmetic ? Expr(op) : Expr();               \
+    return make_binary(op->dtype, BinOp::Op, op->a.dtype(), c_.expr(op->a), c_.expr(op->b), \
+                       std::move(checked));                                                 \
   }
   PRIMJIT_EMU_BINARY(Add, kAdd)
   PRIMJIT_EMU_BINARY(Sub, kSub)

@@ -17,10 +17,12 @@
 // - Limits: a launch CUDA would refuse (more than 1,024 threads per block, too much shared
 //   memory, ...) is refused with the CUDA runtime's message (Options::launch_limits); a run
 //   stops with an error after Options::max_steps loop iterations and threads.
-// - Semantics: integers wrap, Div/Mod truncate and FloorDiv/FloorMod floor (division by zero
-//   is an error), float32 computes in single precision, float16/bfloat16/float8 compute through
-//   float32 and round every result to nearest even (primjit/float_formats.h); `round` rounds
-//   half to even; parallel, vectorized and unrolled loops run their iterations in order.
+// - Semantics: docs/semantics.md, as llvm and CUDA code compute it: integers wrap, Div/Mod
+//   truncate and FloorDiv/FloorMod floor, x / 0 is -1 and x % 0 is x, MIN / -1 is MIN (with
+//   Options::checked_arithmetic both are errors instead); float32 computes in single precision,
+//   float16/bfloat16/float8 compute through float32 and round every result to nearest even
+//   (primjit/float_formats.h); `round` rounds half to even; parallel, vectorized and unrolled
+//   loops run their iterations in order.
 // - Memory: tensors are accessed in place through their data pointers, whatever their device
 //   type says (the interpreter treats "device" memory as host memory). In checked mode a raw
 //   pointer argument must point into a tensor of the same call.
@@ -103,6 +105,10 @@ using ExternFunction = std::function<Arg(std::span<const Arg> args)>;
 struct Options {
   /// Bounds, initialization and shared-memory race checks (slower).
   bool checked = true;
+  /// Integer division by zero and MIN / -1 raise primjit::Error naming the division and the
+  /// function, instead of giving the defined results of docs/semantics.md (which llvm and CUDA
+  /// code give too). Off by default, so that the interpreter agrees with compiled code.
+  bool checked_arithmetic = false;
   /// Run the blocks of a launch in parallel on oneTBB.
   bool parallel_blocks = true;
   /// Functions named by call_extern / call_pure_extern / call_packed that neither the module

@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "jit/llvm/semantics_llvm.h"
 #include "jit/runtime/host_runtime.h"
 #include "jit/runtime/launch.h"
 #include "passes/free_vars.h"
@@ -79,6 +80,7 @@ const OpMap<HostMathLowering>& host_math() {
         {"fabs", llvm::Intrinsic::fabs},   {"floor", llvm::Intrinsic::floor},
         {"ceil", llvm::Intrinsic::ceil},   {"round", llvm::Intrinsic::roundeven},
         {"trunc", llvm::Intrinsic::trunc}, {"pow", llvm::Intrinsic::pow},
+        {"fma", llvm::Intrinsic::fma},
     };
     for (const auto& [name, id] : intrinsics) m.set(name, {HostMath::kIntrinsic, id});
     m.set("rsqrt", {HostMath::kRsqrt})
@@ -114,10 +116,8 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
       : m_(m), fn_(fn), b_(m.ctx), returns_error_(returns_error), in_parallel_(in_parallel) {
     llvm::BasicBlock* entry = llvm::BasicBlock::Create(m_.ctx, "entry", fn_);
     b_.SetInsertPoint(entry);
-    // a * b + c may become one fused multiply-add, as C compilers and nvcc do by default.
-    llvm::FastMathFlags flags;
-    flags.setAllowContract(true);
-    b_.setFastMathFlags(flags);
+    // No fast-math flags: a * b + c is two roundings unless the IR says T.fma (contraction is
+    // primjit's decision, FuseMultiplyAdd), and NaN, infinities and signed zeros are honoured.
   }
 
   void bind(const VarNode* var, Value* v) { vars_[var] = v; }
@@ -173,7 +173,12 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
     return llvm::ConstantInt::get(type_of(op->dtype), static_cast<uint64_t>(op->value),
                                   op->dtype.is_int());
   }
-  Value* visit(const FloatImm* op) { return llvm::ConstantFP::get(type_of(op->dtype), op->value); }
+  Value* visit(const FloatImm* op) {
+    // A literal of a type narrower than float32 rounds through float32, as casts do.
+    double v =
+        op->dtype.bits() < 32 ? static_cast<double>(static_cast<float>(op->value)) : op->value;
+    return llvm::ConstantFP::get(type_of(op->dtype), v);
+  }
   Value* visit(const StringImm* op) { return b_.CreateGlobalStringPtr(op->value); }
   Value* visit(const VarNode* op) {
     auto it = vars_.find(op);
@@ -272,11 +277,11 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
       PRIMJIT_USER_CHECK(load != nullptr) << "T.address_of needs a buffer load";
       return element_ptr(load->buffer, visit_expr(flat_index(load->buffer, load->indices)));
     }
-    if (name == "shift_left") return b_.CreateShl(visit_expr(op->args[0]), visit_expr(op->args[1]));
-    if (name == "shift_right") {
+    if (name == "shift_left" || name == "shift_right") {
       Value* a = visit_expr(op->args[0]);
       Value* s = visit_expr(op->args[1]);
-      return op->dtype.is_int() ? b_.CreateAShr(a, s) : b_.CreateLShr(a, s);
+      return emit_shift(b_, name == "shift_left", op->dtype.is_int(), a, s,
+                        op->args[1].dtype().is_int());
     }
     if (name == "bitwise_and")
       return b_.CreateAnd(visit_expr(op->args[0]), visit_expr(op->args[1]));
@@ -512,26 +517,13 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
       case Arith::kMul:
         return b_.CreateMul(a, bv);
       case Arith::kDiv:
-        return is_signed ? b_.CreateSDiv(a, bv) : b_.CreateUDiv(a, bv);
+        return emit_int_division(b_, IntDivision::kTruncDiv, is_signed, a, bv);
       case Arith::kMod:
-        return is_signed ? b_.CreateSRem(a, bv) : b_.CreateURem(a, bv);
+        return emit_int_division(b_, IntDivision::kTruncMod, is_signed, a, bv);
       case Arith::kFloorDiv:
-      case Arith::kFloorMod: {
-        if (!is_signed)
-          return kind == Arith::kFloorDiv ? b_.CreateUDiv(a, bv) : b_.CreateURem(a, bv);
-        // Truncating division, corrected when the remainder and divisor have opposite signs.
-        Value* q = b_.CreateSDiv(a, bv);
-        Value* r = b_.CreateSRem(a, bv);
-        Value* zero = llvm::Constant::getNullValue(a->getType());
-        Value* adjust =
-            b_.CreateAnd(b_.CreateICmpNE(r, zero),
-                         b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(bv, zero)));
-        if (kind == Arith::kFloorDiv) {
-          return b_.CreateSelect(adjust, b_.CreateSub(q, llvm::ConstantInt::get(a->getType(), 1)),
-                                 q);
-        }
-        return b_.CreateSelect(adjust, b_.CreateAdd(r, bv), r);
-      }
+        return emit_int_division(b_, IntDivision::kFloorDiv, is_signed, a, bv);
+      case Arith::kFloorMod:
+        return emit_int_division(b_, IntDivision::kFloorMod, is_signed, a, bv);
     }
     PRIMJIT_INTERNAL_ERROR() << "unreachable";
   }
@@ -564,10 +556,9 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
     DataType t = ea.dtype();
     Value* a = visit_expr(ea);
     Value* bv = visit_expr(eb);
+    if (t.is_floating()) return emit_float_min_max(b_, is_min, a, bv);
     Value* a_first;
-    if (t.is_floating()) {
-      a_first = is_min ? b_.CreateFCmpOLT(a, bv) : b_.CreateFCmpOGT(a, bv);
-    } else if (t.is_int()) {
+    if (t.is_int()) {
       a_first = is_min ? b_.CreateICmpSLT(a, bv) : b_.CreateICmpSGT(a, bv);
     } else {
       a_first = is_min ? b_.CreateICmpULT(a, bv) : b_.CreateICmpUGT(a, bv);
@@ -584,8 +575,13 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
       if (from.is_handle()) return b_.CreateIsNotNull(v);
       return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
     }
-    if (from.is_floating() && to.is_floating()) return b_.CreateFPCast(v, t);
-    if (from.is_floating()) return to.is_int() ? b_.CreateFPToSI(v, t) : b_.CreateFPToUI(v, t);
+    if (from.is_floating() && to.is_floating()) {
+      // float64 to a type narrower than float32 rounds through float32 (on every backend).
+      if (from.bits() == 64 && to.bits() < 32)
+        v = b_.CreateFPCast(v, type_of(DataType::Float(32, to.lanes())));
+      return b_.CreateFPCast(v, t);
+    }
+    if (from.is_floating()) return emit_float_to_int(b_, v, t, to.is_int());
     if (to.is_floating()) {
       return from.is_int() ? b_.CreateSIToFP(v, t) : b_.CreateUIToFP(v, t);
     }

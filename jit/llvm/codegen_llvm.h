@@ -8,6 +8,9 @@
 //   parameters are `noalias` (buffers of one call do not overlap, as TVM assumes).
 // - `T.parallel` loops are outlined into a body function called through the runtime's
 //   parallel-for (oneTBB); parallel loops nested inside run serially.
+// - Arithmetic follows docs/semantics.md: integer division, shifts, float min/max and float to
+//   int conversions through jit/llvm/semantics_llvm.h (defined for every input); no fast-math
+//   flags, so a * b + c is fused only where the IR says T.fma.
 // - A failed assert stores its message with primjit_rt_set_error and returns -1.
 // - A T.unroll loop gets LLVM's full-unroll hint when its extent is a constant of at most
 //   HostCodegenOptions::max_unroll iterations; otherwise it is a plain loop (logged at info).

@@ -195,6 +195,9 @@ OrcEngine::OrcEngine(OrcOptions options) : impl_(std::make_unique<Impl>()) {
   // What LLJIT expects under JITLink on x86-64 ELF; objects we compile ourselves must match.
   impl_->machine_builder.setRelocationModel(llvm::Reloc::PIC_);
   impl_->machine_builder.setCodeModel(llvm::CodeModel::Small);
+  // Contraction is primjit's decision (an explicit T.fma, see FuseMultiplyAdd): the back end
+  // never fuses a multiply and an add on its own.
+  impl_->machine_builder.getOptions().AllowFPOpFusion = llvm::FPOpFusion::Strict;
   impl_->triple = impl_->machine_builder.getTargetTriple().str();
   impl_->cpu = impl_->machine_builder.getCPU();
   impl_->features = impl_->machine_builder.getFeatures().getString();

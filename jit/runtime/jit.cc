@@ -21,6 +21,7 @@
 #include "jit/cuda/nvrtc_compiler.h"
 #include "jit/emu/interpreter.h"
 #include "jit/llvm/orc_engine.h"
+#include "jit/runtime/argument_memory.h"
 #include "jit/runtime/build_id.h"
 #include "jit/runtime/device_code.h"
 #include "jit/runtime/disk_cache.h"
@@ -99,6 +100,10 @@ struct ParamInfo {
 
 // Shape variables per kernel checked on the stack (more are left to the packed API).
 constexpr int kMaxCheckedVars = 32;
+
+// Parameters of a kernel whose cached calls take the fast path (their byte ranges are kept on
+// the stack for the overlap check).
+constexpr size_t kMaxFastParams = 64;
 
 }  // namespace
 
@@ -400,6 +405,8 @@ struct Kernel::State {
   Target target;
   uint64_t fingerprint = 0;
   std::vector<ParamInfo> params;
+  std::vector<std::string> param_names;  // ParamInfo::name, for the memory check's messages
+  jit::MemoryRule memory;                // alignment and overlap rules of the arguments
 
   // What a cached call checks, as plain integers (see fast_key).
   struct FastParam {
@@ -407,6 +414,8 @@ struct Kernel::State {
     uint32_t dtype = 0;  // the DLDataType's bytes
     int32_t ndim = 0;
     int32_t device = 0;
+    uintptr_t align_mask = 0;  // data + byte_offset must have these bits clear
+    uint32_t element_bytes = 0;
   };
   std::vector<FastParam> fast;
   bool fast_ok = false;                    // keys fit inline, at most 64 dimensions
@@ -631,7 +640,8 @@ std::string disk_key(Kernel::State& k, const std::vector<int64_t>& key) {
   std::call_once(k.disk_once, [&] {
     try {
       std::ostringstream out;
-      out << k.jit->host_key << "target " << k.target.str() << "\n";
+      out << k.jit->host_key << "target " << k.target.str() << "\nchecked_arithmetic "
+          << k.options.checked_arithmetic << " fp_contract " << k.options.fp_contract << "\n";
       if (k.target->kind == "cuda") {
         jit::CudaDriver* driver = jit::CudaDriver::try_get();
         if (driver == nullptr || driver->device_count() == 0) return;
@@ -816,8 +826,11 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
     }
     func = passes::specialize(func, values);
   }
+  passes::PipelineOptions pipeline;
+  pipeline.checked_arithmetic = k.options.checked_arithmetic;
+  pipeline.fp_contract = k.options.fp_contract;
   IRModule lowered = passes::run_passes(k.module.with_function(k.name, func),
-                                        passes::default_pipeline(), dump_options(k));
+                                        passes::default_pipeline(pipeline), dump_options(k));
   times.passes_ms = ms_since(start);
 
   if (k.target->kind == "emu") {
@@ -1012,7 +1025,9 @@ Jit::State::State(JitOptions o)
   }
   setup_remote();
   std::ostringstream key;
-  key << "primjit-variant 1\nprimjit " << version() << " build " << jit::library_build_id()
+  // Variant format 2: the defined integer division, shift, conversion and min/max semantics
+  // and no contraction (docs/semantics.md); format 1 code computed some of them differently.
+  key << "primjit-variant 2\nprimjit " << version() << " build " << jit::library_build_id()
       << "\nllvm " << jit::llvm_version() << " " << engine.target_triple() << " "
       << engine.cpu_name() << " " << engine.cpu_features() << " O" << engine.opt_level() << "\n";
   host_key = key.str();
@@ -1104,10 +1119,11 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
   state->func = func.with_attr(attr::kTarget, AttrValue(target));
   state->module = module.with_function(name, state->func);
   // Variants are shared by kernels of one function, target and device options.
-  state->fingerprint = structural_hash(state->module) ^ std::hash<std::string>()(target.str()) ^
-                       (std::hash<void*>()(options.cuda_stream) * 31) ^
-                       (options.fast_math ? 0x5bd1e995u : 0u) ^
-                       (std::hash<int64_t>()(options.max_unroll) * 0x9e3779b97f4a7c15u);
+  state->fingerprint =
+      structural_hash(state->module) ^ std::hash<std::string>()(target.str()) ^
+      (std::hash<void*>()(options.cuda_stream) * 31) ^ (options.fast_math ? 0x5bd1e995u : 0u) ^
+      (std::hash<int64_t>()(options.max_unroll) * 0x9e3779b97f4a7c15u) ^
+      (options.checked_arithmetic ? 0x27d4eb2fu : 0u) ^ (options.fp_contract ? 0x165667b1u : 0u);
   std::map<const VarNode*, int> variables;
   for (const Var& p : func->params) {
     Buffer b = func->buffer_of(p);
@@ -1130,8 +1146,10 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
       }
       info.dims.push_back(rule);
     }
+    state->param_names.push_back(info.name);
     state->params.push_back(std::move(info));
   }
+  state->memory = jit::memory_rule(func, target);
   size_t key_size = 0, dims = 0;
   for (const ParamInfo& p : state->params) {
     Kernel::State::FastParam fp;
@@ -1141,12 +1159,14 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
       std::memcpy(&fp.dtype, &dt, sizeof(fp.dtype));
       fp.ndim = static_cast<int32_t>(p.buffer->shape.size());
       fp.device = target->kind == "cuda" ? kDLCUDA : kDLCPU;
+      fp.align_mask = state->memory.align[state->fast.size()] - 1;
+      fp.element_bytes = static_cast<uint32_t>((p.dtype.bits() * p.dtype.lanes() + 7) / 8);
       key_size += 2 + p.buffer->shape.size();
       dims += p.buffer->shape.size();
     }
     state->fast.push_back(fp);
   }
-  state->fast_ok = key_size <= kInlineKey && dims <= 64;
+  state->fast_ok = key_size <= kInlineKey && dims <= 64 && state->params.size() <= kMaxFastParams;
   PRIMJIT_LOG_DEBUG << "kernel '" << name << "' for " << target.str();
   return Kernel(std::move(state));
 }
@@ -1200,6 +1220,9 @@ static inline bool fast_key(const Kernel::State& k, std::span<const Arg> args, K
   size_t bit = 0;
   int64_t values[kMaxCheckedVars];  // shape variables bound so far
   uint32_t bound = 0;
+  const bool disjoint = !k.memory.disjoint.empty();
+  uintptr_t begin[kMaxFastParams],
+      end[kMaxFastParams];  // of the tensors, when some must not overlap
   for (size_t i = 0; i < args.size(); ++i) {
     const PJValue& v = args[i].value;
     const Kernel::State::FastParam& p = k.fast[i];
@@ -1210,7 +1233,7 @@ static inline bool fast_key(const Kernel::State& k, std::span<const Arg> args, K
     if (v.type_index != kPJDLTensorPtr) return false;
     const auto* t = static_cast<const DLTensor*>(v.v_ptr);
     if (t == nullptr || t->data == nullptr || t->ndim != p.ndim ||
-        (p.ndim > 0 && t->shape == nullptr)) {
+        (p.ndim > 0 && t->shape == nullptr) || (jit::data_address(*t) & p.align_mask) != 0) {
       return false;
     }
     if (t->device.device_type != p.device &&
@@ -1224,10 +1247,12 @@ static inline bool fast_key(const Kernel::State& k, std::span<const Arg> args, K
     key->push_inline((int64_t{t->dtype.code} << 24) | (int64_t{t->dtype.bits} << 16) |
                      t->dtype.lanes);
     key->push_inline(t->ndim);
+    int64_t elements = 1;
     for (int d = 0; d < p.ndim; ++d, ++bit) {
       int64_t extent = t->shape[d];
       const DimRule& rule = k.params[i].dims[static_cast<size_t>(d)];
       if (extent < 0 || extent > rule.max) return false;
+      if (__builtin_mul_overflow(elements, extent, &elements)) return false;  // the slow path
       if (!dynamic && !(mask >> bit & 1)) {
         key->push_inline(extent);
         continue;
@@ -1245,6 +1270,18 @@ static inline bool fast_key(const Kernel::State& k, std::span<const Arg> args, K
         }
       }
     }
+    if (disjoint) {
+      begin[i] = jit::data_address(*t);
+      end[i] = begin[i] + static_cast<uintptr_t>(elements) * p.element_bytes;
+      if (t->strides != nullptr || elements == 0) {
+        jit::ByteRange r = jit::byte_range(*t, elements);
+        begin[i] = r.begin;
+        end[i] = r.end;
+      }
+    }
+  }
+  for (const auto& [i, j] : k.memory.disjoint) {
+    if (begin[i] < end[j] && begin[j] < end[i]) return false;
   }
   return true;
 }
@@ -1461,6 +1498,7 @@ PJValue Kernel::call(std::span<const Arg> args) const {
   }
   ++k.slow_calls;
   check_arguments(k, args);
+  jit::check_argument_memory(k.memory, k.name, k.param_names, args, k.target);
   KeyBuffer key;
   bool dynamic = build_call_key(k, args, &key);
   // (Threads without a slot, and calls the cheap checks declined, look at the recent ones here.)

@@ -1,5 +1,6 @@
 #include "primjit/tensor.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -11,12 +12,20 @@
 
 namespace primjit {
 
+namespace {
+
+struct AlignedDelete {
+  void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t{kTensorAlignment}); }
+};
+
+}  // namespace
+
 struct Tensor::Impl {
   DLTensor dl{};
   std::vector<int64_t> shape;
   DataType dtype;
   // Exactly one owner of the memory: our own allocation or a DLPack producer's tensor.
-  std::vector<uint8_t> host;
+  std::unique_ptr<uint8_t[], AlignedDelete> host;
   jit::DevicePtr device_memory = 0;
   DLManagedTensor* managed = nullptr;
 
@@ -67,13 +76,16 @@ Tensor Tensor::zeros(std::vector<int64_t> shape, DataType dtype, DLDevice device
   impl->dtype = dtype;
   void* data = nullptr;
   if (device.device_type == kDLCPU) {
+    // kTensorAlignment: what CUDA code assumes of its buffers, and a cache line on the host.
     try {
-      impl->host.assign(bytes, 0);
+      impl->host.reset(static_cast<uint8_t*>(
+          ::operator new[](std::max<size_t>(bytes, 1), std::align_val_t{kTensorAlignment})));
     } catch (const std::bad_alloc&) {
       PRIMJIT_USER_ERROR() << "Tensor::zeros: cannot allocate " << bytes << " bytes for shape "
                            << shape_text(impl->shape) << " of " << dtype << " on the host";
     }
-    data = impl->host.data();
+    std::memset(impl->host.get(), 0, bytes);
+    data = impl->host.get();
   } else {
     jit::CudaDriver& driver = jit::CudaDriver::get();
     driver.make_current(device.device_id);

@@ -4,10 +4,20 @@
 // - Every expression has a DataType. Operands of a binary operator have exactly the same dtype;
 //   there is no implicit promotion in the IR (the builder makes literals adopt the other
 //   operand's dtype). Comparisons produce bool with the operands' lane count.
-// - Integer arithmetic wraps around modulo 2^bits (two's complement). Div and Mod truncate
-//   toward zero, as in C (`T.truncdiv`, `T.truncmod`); FloorDiv and FloorMod round toward
-//   negative infinity (`//` and `%` in the text format), so `-7 // 2 == -4` and `-7 % 2 == 1`.
-//   Division by zero is undefined. On floating types, Div is IEEE division.
+// - Every operation has one result for every input, the same on llvm, emu and CUDA: the table
+//   is docs/semantics.md. In short:
+// - Integer arithmetic wraps around modulo 2^bits (two's complement); a Cast to a narrower
+//   integer keeps the low bits. Div and Mod truncate toward zero, as in C (`T.truncdiv`,
+//   `T.truncmod`); FloorDiv and FloorMod round toward negative infinity (`//` and `%` in the
+//   text format), so `-7 // 2 == -4` and `-7 % 2 == 1`. Division by zero and overflow have
+//   results (RISC-V's): x / 0 == -1 (all ones), x % 0 == x, MIN / -1 == MIN, MIN % -1 == 0;
+//   KernelOptions::checked_arithmetic makes them errors instead. Shifts read the amount as
+//   unsigned; the width or more shifts every bit out (a signed right shift leaves the sign).
+// - Floating arithmetic is IEEE, each operation rounded once to nearest even (float16,
+//   bfloat16 and float8 compute through float32, rounded after each operation); a * b + c is
+//   two roundings unless written `T.fma` (KernelOptions::fp_contract). Floating Min/Max ignore
+//   a NaN operand and order -0 below +0; floating FloorMod is a - floor(a / b) * b. A Cast from
+//   a floating type to an integer truncates and saturates, NaN giving 0.
 // - And and Or evaluate both operands (no short-circuit is implied); Select evaluates all three
 //   operands, while the builtin `if_then_else` call evaluates only the chosen branch.
 // - Operands are evaluated left to right; only Call and BufferLoad can observe memory.

@@ -401,25 +401,33 @@ TEST(CodegenCuda, FloorDivisionRoundsTowardNegativeInfinity) {
   // ... provably non-negative ones (a thread index and a constant) use C's operators.
   EXPECT_TRUE(has(source.code, "tx / 8"));
   EXPECT_TRUE(has(source.code, "tx % 8"));
-  // The helpers: truncating division, corrected when the remainder and divisor differ in sign.
+  // The helpers: truncating division by a divisor that is never 0 or -1 where C's is undefined
+  // (docs/semantics.md: x // 0 is -1, x % 0 is x, MIN // -1 is MIN), corrected when the
+  // remainder and divisor differ in sign.
   EXPECT_TRUE(has(source.code,
                   "__device__ __forceinline__ int primjit_floordiv(int a, int b) {\n"
-                  "  int q = a / b;\n"
-                  "  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;\n}"));
+                  "  int d = (b == 0 || (a == (-2147483647 - 1) && b == -1)) ? 1 : b;\n"
+                  "  int q = a / d;\n"
+                  "  int r = a % d;\n"
+                  "  return b == 0 ? -1 : (r != 0 && ((r < 0) != (d < 0))) ? q - 1 : q;\n}"));
   EXPECT_TRUE(has(source.code,
                   "__device__ __forceinline__ long long primjit_floormod(long long a, long long b) "
-                  "{\n  long long r = a % b;\n"
-                  "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}"));
+                  "{\n  long long d = (b == 0 || (a == (-9223372036854775807LL - 1LL) && b == -1)) "
+                  "? 1 : b;\n  long long r = a % d;\n"
+                  "  return b == 0 ? a : (r != 0 && ((r < 0) != (d < 0))) ? r + d : r;\n}"));
   EXPECT_TRUE(is_elf(compile(source).data));
 }
 
-TEST(CodegenCuda, TruncatingDivisionIsCDivision) {
+TEST(CodegenCuda, TruncatingDivisionIsCDivisionOnlyWhereItIsDefined) {
   CudaModuleSource source = codegen_cuda(
       parse(kernel_module("A: T.handle(\"int32\", \"global\"), n: T.int32", "",
                           "        A_1 = T.decl_buffer((4,), \"int32\", data=A)\n"
-                          "        A_1[0] = T.truncdiv(A_1[1], n) + T.truncmod(A_1[2], n)\n")));
-  EXPECT_TRUE(has(source.code, "A[0] = A[1] / n + A[2] % n;"));
-  EXPECT_TRUE(lacks(source.code, "primjit_floordiv"));
+                          "        A_1[0] = T.truncdiv(A_1[1], n) + T.truncmod(A_1[2], n)\n"
+                          "        A_1[3] = T.truncdiv(A_1[1], 3) + T.truncmod(A_1[2], -3)\n")));
+  // n may be 0 or -1: the helpers give the table's results; a literal 3 or -3 cannot.
+  EXPECT_TRUE(has(source.code, "A[0] = primjit_truncdiv(A[1], n) + primjit_truncmod(A[2], n);"));
+  EXPECT_TRUE(has(source.code, "A[3] = A[1] / 3 + A[2] % -3;"));
+  EXPECT_TRUE(is_elf(compile(source).data));
 }
 
 // --- expressions and statements ---------------------------------------------------------------
@@ -601,7 +609,7 @@ TEST(CodegenCudaNames, LocalsNeverHideFunctionsTheKernelCalls) {
       "        A_1[0] = T.call_extern(\"float32\", \"sinf\", sinf) + T.max(max, sinf)\n")));
   EXPECT_TRUE(has(source.code, "float sinf_1 = A[1];"));
   EXPECT_TRUE(has(source.code, "float max_1 = A[2];"));
-  EXPECT_TRUE(has(source.code, "A[0] = sinf(sinf_1) + max(max_1, sinf_1);"));
+  EXPECT_TRUE(has(source.code, "A[0] = sinf(sinf_1) + primjit_fmax(max_1, sinf_1);"));
   EXPECT_TRUE(is_elf(compile(source).data));
 }
 

@@ -57,14 +57,18 @@ TEST(JitCuda, WithoutADriverTheFirstCallSaysSo) {
   if (have_gpu()) GTEST_SKIP() << "a GPU is present";
   Jit jit;
   Kernel k = jit.kernel(examples::vector_add_cuda(), {.target = Target::cuda()});
-  std::vector<float> host(8);
+  // Never dereferenced: three distinct, 64-byte aligned "device" arrays (the call checks
+  // alignment and overlap before it needs the driver).
+  alignas(64) static float host[3][16];
   int64_t n = 8;
-  DLTensor t{host.data(), kGpu, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
+  DLTensor a{host[0], kGpu, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
+  DLTensor b{host[1], kGpu, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
+  DLTensor c{host[2], kGpu, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
   // PRIMJIT_DUMP_CUDA gets the source even so: it is generated before the driver is needed.
   TempDir temp("primjit_dump_cuda_test");
   const std::filesystem::path& dir = temp.path();
   setenv("PRIMJIT_DUMP_CUDA", dir.c_str(), 1);
-  EXPECT_ERROR_CONTAINS(k(&t, &t, &t), "no CUDA driver");
+  EXPECT_ERROR_CONTAINS(k(&a, &b, &c), "no CUDA driver");
   unsetenv("PRIMJIT_DUMP_CUDA");
   EXPECT_EQ(k.stats().misses, 1u);  // it tried to compile: nothing is cached
   ASSERT_TRUE(std::filesystem::exists(dir / "vector_add_cuda_kernel.0.cu"));

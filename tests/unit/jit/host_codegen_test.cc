@@ -19,6 +19,7 @@
 #include "primjit/float_formats.h"
 #include "primjit/ir/text.h"
 #include "primjit/passes.h"
+#include "tests/unit/jit/jit_test_util.h"
 #include "tests/unit/test_util.h"
 
 namespace primjit::jit {
@@ -88,20 +89,8 @@ class Compiled {
   PJPackedFunc fn_;
 };
 
-const char* kVectorAdd = R"(
-@T.prim_func
-def vadd(a: T.handle, b: T.handle, c: T.handle):
-    T.func_attr({"target": T.target("llvm")})
-    n = T.int32()
-    A = T.match_buffer(a, (n,), "float32")
-    B = T.match_buffer(b, (n,), "float32")
-    C = T.match_buffer(c, (n,), "float32")
-    for i in range(n):
-        C[i] = A[i] + B[i]
-)";
-
 TEST(HostCodegen, VectorAddWithSeveralSizes) {
-  Compiled vadd(kVectorAdd, "vadd");
+  Compiled vadd(test::kVectorAddText, "vadd");
   for (int64_t n : {1, 7, 1000, 4099}) {
     HostTensor<float> a({n}, kF32), b({n}, kF32), c({n}, kF32);
     for (int64_t i = 0; i < n; ++i) {
@@ -276,7 +265,7 @@ def checked(a: T.handle):
 }
 
 TEST(HostCodegen, BadCallsGiveTheCheckMessages) {
-  Compiled vadd(kVectorAdd, "vadd");
+  Compiled vadd(test::kVectorAddText, "vadd");
   HostTensor<float> a({8}, kF32), b({8}, kF32), c({8}, kF32), short_c({7}, kF32);
   HostTensor<int32_t> wrong_dtype({8}, kI32);
   HostTensor<float> two_d({2, 4}, kF32);
@@ -327,14 +316,14 @@ def f(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
 
 TEST(HostCodegen, UnloadingFreesTheVariant) {
   // Symbols of a removed variant are gone; a new variant gets its own symbols.
-  auto program = std::make_unique<HostProgram>(engine(), lower(kVectorAdd));
+  auto program = std::make_unique<HostProgram>(engine(), lower(test::kVectorAddText));
   PJPackedFunc fn = program->function("vadd");
   EXPECT_NE(fn, nullptr);
   std::string symbol = "vadd" + program->symbol_suffix();
   EXPECT_EQ(engine().lookup(symbol), reinterpret_cast<void*>(fn));
   program.reset();
   EXPECT_ERROR_CONTAINS(engine().lookup(symbol), "is not defined in the JIT session");
-  EXPECT_ERROR_CONTAINS(HostProgram(engine(), lower(kVectorAdd)).function("nope"),
+  EXPECT_ERROR_CONTAINS(HostProgram(engine(), lower(test::kVectorAddText)).function("nope"),
                         "no packed host function 'nope'");
 }
 
@@ -359,7 +348,7 @@ TEST(HostCodegen, LoadingAndUnloadingVariantsKeepsMemoryFlat) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer's quarantine keeps freed memory resident";
 #endif
-  IRModule lowered = lower(kVectorAdd);
+  IRModule lowered = lower(test::kVectorAddText);
   HostTensor<float> a({4}, kF32), b({4}, kF32), c({4}, kF32);
   auto cycle = [&] {
     HostProgram program(engine(), lowered);

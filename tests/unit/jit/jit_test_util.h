@@ -1,5 +1,6 @@
 // Shared by the JIT runtime's tests: a CPU kernel B = A * s with a symbolic length, and a pair
-// of tensors to call it with; whether a GPU is there, and its and the host's DLDevice.
+// of tensors to call it with; a vector add; whether a GPU is there, and its and the host's
+// DLDevice.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -27,6 +28,19 @@ def scale(a: T.handle, b: T.handle, s: T.float32):
 )")
       ->lookup("scale");
 }
+
+// C = A + B over float32 vectors of a symbolic length: reads A and B, writes C.
+inline constexpr const char* kVectorAddText = R"(
+@T.prim_func
+def vadd(a: T.handle, b: T.handle, c: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    C = T.match_buffer(c, (n,), "float32")
+    for i in range(n):
+        C[i] = A[i] + B[i]
+)";
 
 struct Pair {
   Tensor a, b;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -20,7 +21,7 @@
 namespace primjit {
 namespace {
 
-// B[k] = T.op(A[k]) (or T.op(A[k], A[k + 1])) for the k-th math op; bool results as 0/1.
+// B[k] = T.op(A[k]) (or T.op(A[k], A[k + 1], ...)) for the k-th math op; bool results as 0/1.
 std::string math_function(const std::string& dtype, const std::string& target_line,
                           std::vector<Op>* ops, const std::string& launch = "") {
   std::string body;
@@ -28,9 +29,11 @@ std::string math_function(const std::string& dtype, const std::string& target_li
     if (!op->is_math()) continue;
     size_t k = ops->size();
     ops->push_back(op);
-    std::string a = "A[" + std::to_string(k) + "]";
-    std::string call = "T." + op->name + "(" + a +
-                       (op->num_args == 2 ? ", A[" + std::to_string(k + 1) + "]" : "") + ")";
+    std::string call = "T." + op->name + "(";
+    for (int i = 0; i < op->num_args; ++i) {
+      call += (i == 0 ? "A[" : ", A[") + std::to_string(k + static_cast<size_t>(i)) + "]";
+    }
+    call += ")";
     if (op->type_rule == OpTypeRule::kBoolOfArg) {
       call = "T.Select(" + call + ", T." + dtype + "(1), T." + dtype + "(0))";
     }
@@ -81,6 +84,30 @@ void check_llvm_against_emu(const std::string& dtype, DataType t) {
 TEST(OpLowering, EveryMathOpAgreesOnLlvmAndEmuWithinItsBound) {
   check_llvm_against_emu<float, int32_t>("float32", DataType::Float(32));
   check_llvm_against_emu<double, int64_t>("float64", DataType::Float(64));
+}
+
+// docs/semantics.md states each math op's bound: its row in the math table ("| `exp` | 2 |")
+// must say what the op table says.
+TEST(OpLowering, TheSemanticsTableStatesEveryMathOpsBound) {
+  std::ifstream in(std::string(PRIMJIT_DOCS_DIR) + "/semantics.md");
+  ASSERT_TRUE(in.good());
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| `", 0) == 0) rows.push_back(line);
+  }
+  for (const Op& op : Op::all()) {
+    if (!op->is_math()) continue;
+    bool found = false;
+    for (const std::string& row : rows) {
+      size_t cell_end = row.find(" | ", 2);
+      if (cell_end == std::string::npos) continue;
+      std::string first = row.substr(2, cell_end - 2);
+      if (first.find("`" + op->name + "`") == std::string::npos) continue;
+      found = true;
+      EXPECT_EQ(std::atoi(row.c_str() + cell_end + 3), op->max_ulp) << row;
+    }
+    EXPECT_TRUE(found) << "docs/semantics.md has no row for T." << op->name;
+  }
 }
 
 TEST(OpLowering, EveryMathOpCompilesForCuda) {
