@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the differential fuzzer (llvm vs emu, pass by pass, print/parse round trip) for as long as
 # asked, from a seed; failures print a minimized reproducer as text IR.
-#   tools/fuzz.sh [SECONDS] [SEED] [primjit_fuzz flags, e.g. --all-features]
+#   tools/fuzz.sh [SECONDS] [SEED] [primjit_fuzz flags, e.g. --no-minimize]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-300}

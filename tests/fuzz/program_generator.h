@@ -6,8 +6,9 @@
 // X.data and a buffer declared on it), over int and float arithmetic, floor and trunc division,
 // min/max, casts, selects, if_then_else, comparisons and logic, exact math builtins, and
 // 4-lane vectors (Ramp/Broadcast). Indices are reduced modulo the extent, so every access is in
-// bounds. What the program computes depends on rules the backends must agree on; Features turn
-// on the parts whose rules are settled (see docs/semantics.md).
+// bounds. What the program computes depends on the rules of docs/semantics.md (division by
+// zero, NaN in min/max, float-to-int saturation, no contraction); Features can leave a family
+// out, to tell a failure's cause apart.
 #pragma once
 
 #include <cstdint>
@@ -25,13 +26,13 @@ constexpr int kLanes = 4;    // lanes of vector accesses
 
 struct Features {
   /// Divisors of every sign, zero included, and INT_MIN / -1 (else divisors are >= 1).
-  bool any_divisor = false;
+  bool any_divisor = true;
   /// Casts from float to int (NaN, infinities and out-of-range values included).
-  bool float_to_int = false;
+  bool float_to_int = true;
   /// Min and max of floats (NaN operands included).
-  bool float_min_max = false;
+  bool float_min_max = true;
   /// a * b + c in float (a backend may not contract it on its own).
-  bool float_mul_add = false;
+  bool float_mul_add = true;
   /// Vector loads, stores and arithmetic.
   bool vectors = true;
   /// Views on the parameters' memory (aliasing stores).

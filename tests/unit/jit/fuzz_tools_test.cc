@@ -21,7 +21,7 @@ int count_stores(const Stmt& body, const std::string& buffer) {
 }
 
 TEST(FuzzTools, ProgramsAreDeterministicAndWellFormed) {
-  Features all{true, true, true, true, true, true};
+  Features all;
   for (uint64_t seed = 1; seed <= 50; ++seed) {
     PrimFunc a = generate_program(seed, all), b = generate_program(seed, all);
     EXPECT_TRUE(structural_equal(a, b)) << seed;
@@ -35,7 +35,7 @@ TEST(FuzzTools, MinimizerKeepsOnlyWhatTheFailureNeeds) {
   uint64_t seed = 1;
   PrimFunc f;
   for (;; ++seed) {
-    f = generate_program(seed, {});
+    f = generate_program(seed, Features{});
     if (count_stores(f->body, "G") > 0 && count_stores(f->body, "I") > 0) break;
   }
   auto fails = [](const PrimFunc& g) { return count_stores(g->body, "G") > 0; };
