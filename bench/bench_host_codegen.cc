@@ -78,12 +78,20 @@ PJValue ptr(DLTensor* t) {
   return v;
 }
 
+// Names of race()'s counters: each side's time per call, and the second's time over the first's.
+struct RaceCounters {
+  const char* first = "jit_ns";
+  const char* second = "gxx_ns";
+  const char* ratio = "vs_gxx";
+};
+
 // The JIT's loop and g++'s take turns on the same arrays (where arrays lie changes loop speed
 // through cache-set and 4K-aliasing effects, so each side must see the same), in batches timed
 // by the steady clock. Time is the JIT's per batch; `jit_ns` and `gxx_ns` are per call,
 // `vs_gxx` = g++ time / JIT time (the JIT's speed relative to g++).
 template <typename Jit, typename Gxx>
-void race(benchmark::State& state, int64_t bytes_per_call, Jit&& jit_call, Gxx&& gxx_call) {
+void race(benchmark::State& state, int64_t bytes_per_call, Jit&& jit_call, Gxx&& gxx_call,
+          RaceCounters names = {}) {
   using Clock = std::chrono::steady_clock;
   const int batch = bytes_per_call <= (int64_t{1} << 20) ? 64 : 1;
   double jit_s = 0, gxx_s = 0;
@@ -106,9 +114,9 @@ void race(benchmark::State& state, int64_t bytes_per_call, Jit&& jit_call, Gxx&&
     calls += batch;
     state.SetIterationTime(j);
   }
-  state.counters["jit_ns"] = jit_s / static_cast<double>(calls) * 1e9;
-  state.counters["gxx_ns"] = gxx_s / static_cast<double>(calls) * 1e9;
-  state.counters["vs_gxx"] = gxx_s / jit_s;
+  state.counters[names.first] = jit_s / static_cast<double>(calls) * 1e9;
+  state.counters[names.second] = gxx_s / static_cast<double>(calls) * 1e9;
+  state.counters[names.ratio] = gxx_s / jit_s;
   state.SetBytesProcessed(calls * bytes_per_call);
 }
 
@@ -147,6 +155,24 @@ void saxpy(benchmark::State& state, bool fused) {
 void BM_Saxpy(benchmark::State& state) { saxpy(state, false); }
 void BM_SaxpyFma(benchmark::State& state) { saxpy(state, true); }
 
+// The contraction decision in one race: the JIT's fused saxpy (fp_contract) against its
+// two-rounding one on the same arrays; `speedup` = unfused time / fused time.
+void BM_SaxpyFusedVsUnfused(benchmark::State& state) {
+  static PJPackedFunc unfused = compile(kSaxpy, "saxpy");
+  static PJPackedFunc fused = compile(kSaxpy, "saxpy", /*fp_contract=*/true);
+  int64_t n = state.range(0);
+  std::vector<float> a(n, 1.5f), b(n, 0.25f), c(n);
+  DLTensor ta = tensor(a.data(), &n, {kDLFloat, 32, 1}),
+           tb = tensor(b.data(), &n, {kDLFloat, 32, 1}),
+           tc = tensor(c.data(), &n, {kDLFloat, 32, 1});
+  PJValue args[4] = {ptr(&ta), ptr(&tb), ptr(&tc), {}};
+  args[3].type_index = kPJFloat;
+  args[3].v_float64 = 0.3;
+  race(
+      state, n * 12, [&] { jit::call_packed(fused, args, 4); },
+      [&] { jit::call_packed(unfused, args, 4); }, {"fused_ns", "unfused_ns", "speedup"});
+}
+
 void BM_Sum(benchmark::State& state) {
   static PJPackedFunc fn = compile(kSum, "total");
   int64_t n = state.range(0);
@@ -167,6 +193,7 @@ void BM_Sum(benchmark::State& state) {
 
 BENCHMARK(BM_Saxpy)->Arg(1)->Arg(1024)->Arg(4096)->Arg(16384)->Arg(1 << 20)->UseManualTime();
 BENCHMARK(BM_SaxpyFma)->Arg(1024)->Arg(4096)->Arg(16384)->Arg(1 << 20)->UseManualTime();
+BENCHMARK(BM_SaxpyFusedVsUnfused)->Arg(1024)->Arg(4096)->Arg(16384)->Arg(1 << 20)->UseManualTime();
 BENCHMARK(BM_Sum)->Arg(4096)->Arg(16384)->Arg(1 << 20)->UseManualTime();
 
 }  // namespace
