@@ -162,7 +162,7 @@ JitOptions with_remote(const std::string& dir, const RedisServer& server, const 
 
 // Two machines (two Jits with their own disk caches): the second loads what the first
 // compiled, and stores it on its own disk.
-TEST(JitRemoteCache, ASecondMachineLoadsWhatTheFirstCompiled) {
+TEST(RemoteCacheJit, ASecondMachineLoadsWhatTheFirstCompiled) {
   RedisServer server;
   REQUIRE_REDIS(server);
   TempDir keys_dir, disk_a, disk_b;
@@ -194,7 +194,7 @@ TEST(JitRemoteCache, ASecondMachineLoadsWhatTheFirstCompiled) {
   EXPECT_EQ(server.command({"DBSIZE"}), "3");
 }
 
-TEST(JitRemoteCache, TwoProcessesShareVariantsThroughTheServer) {
+TEST(RemoteCacheJit, TwoProcessesShareVariantsThroughTheServer) {
   RedisServer server;
   REQUIRE_REDIS(server);
   TempDir keys_dir, disk_a, disk_b;
@@ -216,7 +216,7 @@ TEST(JitRemoteCache, TwoProcessesShareVariantsThroughTheServer) {
 
 // The server dies mid-run: every call still computes the right result, and one warning says
 // so.
-TEST(JitRemoteCache, AServerKilledMidRunBreaksNothing) {
+TEST(RemoteCacheJit, AServerKilledMidRunBreaksNothing) {
   RedisServer server;
   REQUIRE_REDIS(server);
   TempDir keys_dir, disk;
@@ -236,7 +236,7 @@ TEST(JitRemoteCache, AServerKilledMidRunBreaksNothing) {
   EXPECT_NE(lines[0].find("remote cache redis://127.0.0.1:"), std::string::npos) << lines[0];
 }
 
-TEST(JitRemoteCache, WithoutTheTeamKeyTheServerIsNotUsed) {
+TEST(RemoteCacheJit, WithoutTheTeamKeyTheServerIsNotUsed) {
   RedisServer server;
   REQUIRE_REDIS(server);
   TempDir disk;
