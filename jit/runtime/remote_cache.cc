@@ -232,7 +232,13 @@ std::string RemoteCache::server_key(const std::string& key_text) const {
   std::snprintf(hash, sizeof(hash), "%016llx%016llx",
                 static_cast<unsigned long long>(hash_bytes(key_text, 1)),
                 static_cast<unsigned long long>(hash_bytes(key_text, 2)));
-  return std::string("primjit:") + version() + ":" + hash;
+  // Namespaced by primjit's version and the target's kind (the key text's "target" line).
+  std::string target = "unknown";
+  if (size_t at = key_text.find("\ntarget "); at != std::string::npos) {
+    size_t begin = at + 8, end = key_text.find_first_of(" \n", begin);
+    target = key_text.substr(begin, end == std::string::npos ? end : end - begin);
+  }
+  return std::string("primjit:") + version() + ":" + target + ":" + hash;
 }
 
 std::string RemoteCache::seal(const std::string& key_text, const std::string& payload) const {

@@ -7,7 +7,7 @@
 // public key makes a read-only client (production machines), so a compromised reader cannot
 // plant code for the fleet. The signature covers the variant's full key text (versions, build,
 // target, CPU, function, argument key) and the payload; keys on the server are namespaced by
-// primjit's version and a hash of that text.
+// primjit's version and the target, then a hash of that text.
 //
 // Faults never block or break a call: connecting and each command have a time budget (50 ms by
 // default); a server that is down or fails is left alone for a while (one warning), and the

@@ -19,6 +19,7 @@
 
 #include "jit/runtime/remote_cache.h"
 #include "primjit/jit.h"
+#include "primjit/version.h"
 #include "tests/redis_server.h"
 #include "tests/unit/jit/disk_cache_util.h"
 #include "tests/unit/test_util.h"
@@ -174,6 +175,10 @@ TEST(RemoteCacheJit, ASecondMachineLoadsWhatTheFirstCompiled) {
     EXPECT_EQ(k.stats().misses, 3u);
   }
   EXPECT_EQ(server.command({"DBSIZE"}), "3");
+  // Namespaced by version and target.
+  EXPECT_EQ(server.command({"EVAL", "return #redis.call('keys', ARGV[1])", "0",
+                            std::string("primjit:") + version() + ":llvm:*"}),
+            "3");
   {
     Jit jit(with_remote(disk_b.str(), server, keys.reader));
     Kernel k = jit.kernel(axpb_function());
