@@ -234,9 +234,9 @@ std::string RemoteCache::server_key(const std::string& key_text) const {
                 static_cast<unsigned long long>(hash_bytes(key_text, 2)));
   // Namespaced by primjit's version and the target's kind (the key text's "target" line).
   std::string target = "unknown";
-  if (size_t at = key_text.find("\ntarget "); at != std::string::npos) {
-    size_t begin = at + 8, end = key_text.find_first_of(" \n", begin);
-    target = key_text.substr(begin, end == std::string::npos ? end : end - begin);
+  if (size_t at = key_text.find("\ntarget T.target(\""); at != std::string::npos) {
+    size_t begin = at + 18, end = key_text.find('"', begin);
+    if (end != std::string::npos) target = key_text.substr(begin, end - begin);
   }
   return std::string("primjit:") + version() + ":" + target + ":" + hash;
 }

@@ -178,7 +178,8 @@ TEST(RemoteCacheJit, ASecondMachineLoadsWhatTheFirstCompiled) {
   // Namespaced by version and target.
   EXPECT_EQ(server.command({"EVAL", "return #redis.call('keys', ARGV[1])", "0",
                             std::string("primjit:") + version() + ":llvm:*"}),
-            "3");
+            "3")
+      << server.command({"RANDOMKEY"});
   {
     Jit jit(with_remote(disk_b.str(), server, keys.reader));
     Kernel k = jit.kernel(axpb_function());
