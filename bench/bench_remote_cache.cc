@@ -3,8 +3,6 @@
 // (a new ORC session, as in a new process) with an empty disk cache; only the first call is
 // timed. The server is a redis-server of the benchmark's own on 127.0.0.1 (without one the
 // benchmarks skip themselves).
-#include <fstream>
-
 #include "bench/bench_main.h"
 #include "jit/runtime/remote_cache.h"
 #include "primjit/ir/text.h"
@@ -36,25 +34,14 @@ def matmul(a: T.handle, b: T.handle, c: T.handle):
 struct Fixture {
   test::RedisServer server;
   test::TempDir dir{"primjit_bench_remote"};
-  std::string writer, reader;
-  Fixture() {
-    if (!server.available()) return;
-    std::string w, r;
-    jit::TeamKey::generate(&w, &r);
-    writer = dir.str() + "/team";
-    reader = writer + ".pub";
-    std::ofstream(writer) << w;
-    std::ofstream(reader) << r;
-    std::filesystem::permissions(
-        writer, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-  }
+  test::TeamKeyFiles keys{dir};
   JitOptions options(bool remote, int run) const {
     JitOptions o;
     o.disk_cache = DiskCacheMode::kEnabled;
     o.cache_dir = dir.str() + "/disk" + std::to_string(run);  // empty each time
     if (remote) {
       o.remote_cache = server.url();
-      o.remote_key_file = reader;
+      o.remote_key_file = keys.reader;
     }
     return o;
   }
@@ -78,7 +65,7 @@ void first_call(benchmark::State& state, bool remote) {
   {  // another machine filled the server
     JitOptions o = f.options(false, -1);
     o.remote_cache = f.server.url();
-    o.remote_key_file = f.writer;
+    o.remote_key_file = f.keys.writer;
     Jit jit(o);
     jit.kernel(matmul())(a, b, c);
   }

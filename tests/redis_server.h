@@ -19,6 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include <fstream>
+
+#include "jit/runtime/remote_cache.h"
 #include "tests/unit/test_util.h"
 
 namespace primjit::test {
@@ -121,6 +124,20 @@ class RedisServer {
   int port_;
   std::string binary_;
   pid_t pid_ = 0;
+};
+
+// A team key pair in `dir`: "team" (writers, 0600) and "team.pub" (readers).
+struct TeamKeyFiles {
+  std::string writer, reader;
+  explicit TeamKeyFiles(const TempDir& dir) {
+    std::string w, r;
+    jit::TeamKey::generate(&w, &r);
+    writer = dir.str() + "/team";
+    reader = writer + ".pub";
+    std::ofstream(writer) << w;
+    std::ofstream(reader) << r;
+    fs::permissions(writer, fs::perms::owner_read | fs::perms::owner_write);
+  }
 };
 
 }  // namespace primjit::test

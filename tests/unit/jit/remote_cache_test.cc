@@ -32,25 +32,12 @@ using test::TempDir;
 using namespace test::disk;
 using test::free_port;
 using test::RedisServer;
+using Keys = test::TeamKeyFiles;
 
 #define REQUIRE_REDIS(server)                                                             \
   if (!(server).available()) {                                                            \
     GTEST_SKIP() << "redis-server is not installed (tools/deps.sh installs it): skipped"; \
   }
-
-// A team key pair in `dir`: "team" (writers) and "team.pub" (readers).
-struct Keys {
-  std::string writer, reader;
-  explicit Keys(const TempDir& dir) {
-    std::string w, r;
-    jit::TeamKey::generate(&w, &r);
-    writer = dir.str() + "/team";
-    reader = writer + ".pub";
-    std::ofstream(writer) << w;
-    std::ofstream(reader) << r;
-    fs::permissions(writer, fs::perms::owner_read | fs::perms::owner_write);
-  }
-};
 
 jit::RemoteCache remote(const RedisServer& server, const std::string& key_file,
                         uint64_t max_bytes = uint64_t{1} << 20) {
