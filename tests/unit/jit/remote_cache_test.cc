@@ -150,7 +150,7 @@ JitOptions with_remote(const std::string& dir, const RedisServer& server, const 
 
 // Two machines (two Jits with their own disk caches): the second loads what the first
 // compiled, and stores it on its own disk.
-TEST(RemoteCacheJit, ASecondMachineLoadsWhatTheFirstCompiled) {
+TEST(JitRemoteCache, ASecondMachineLoadsWhatTheFirstCompiled) {
   RedisServer server;
   REQUIRE_REDIS(server);
   TempDir keys_dir, disk_a, disk_b;
@@ -187,7 +187,7 @@ TEST(RemoteCacheJit, ASecondMachineLoadsWhatTheFirstCompiled) {
   EXPECT_EQ(server.command({"DBSIZE"}), "3");
 }
 
-TEST(RemoteCacheJit, TwoProcessesShareVariantsThroughTheServer) {
+TEST(JitRemoteCache, TwoProcessesShareVariantsThroughTheServer) {
   RedisServer server;
   REQUIRE_REDIS(server);
   TempDir keys_dir, disk_a, disk_b;
@@ -209,7 +209,7 @@ TEST(RemoteCacheJit, TwoProcessesShareVariantsThroughTheServer) {
 
 // The server dies mid-run: every call still computes the right result, and one warning says
 // so.
-TEST(RemoteCacheJit, AServerKilledMidRunBreaksNothing) {
+TEST(JitRemoteCache, AServerKilledMidRunBreaksNothing) {
   RedisServer server;
   REQUIRE_REDIS(server);
   TempDir keys_dir, disk;
@@ -229,7 +229,7 @@ TEST(RemoteCacheJit, AServerKilledMidRunBreaksNothing) {
   EXPECT_NE(lines[0].find("remote cache redis://127.0.0.1:"), std::string::npos) << lines[0];
 }
 
-TEST(RemoteCacheJit, WithoutTheTeamKeyTheServerIsNotUsed) {
+TEST(JitRemoteCache, WithoutTheTeamKeyTheServerIsNotUsed) {
   RedisServer server;
   REQUIRE_REDIS(server);
   TempDir disk;
