@@ -32,6 +32,7 @@
 
 #include "primjit/error.h"
 #include "primjit/ir/functor.h"
+#include "primjit/ir/hash.h"
 
 namespace primjit {
 namespace {
@@ -808,15 +809,6 @@ enum class Tag : uint64_t {
   kNaN,
 };
 
-uint64_t mix64(uint64_t x) {  // splitmix64 finalizer: a bijection with good avalanche
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
 uint64_t string_hash(const std::string& text) {  // FNV-1a: the same value in every build
   uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : text) {
@@ -832,7 +824,7 @@ class Hasher : public ExprFunctor<Hasher, void>, public StmtFunctor<Hasher, void
  public:
   uint64_t value() const { return h_; }
 
-  void add(uint64_t v) { h_ = mix64(h_ ^ (v + 0x9e3779b97f4a7c15ULL + (h_ << 6) + (h_ >> 2))); }
+  void add(uint64_t v) { h_ = hash_combine(h_, v); }
   void add(Tag tag) { add(static_cast<uint64_t>(tag)); }
   void add(NodeKind kind) { add(static_cast<uint64_t>(kind) + 0x100); }
   void add(const std::string& text) {
