@@ -67,6 +67,12 @@
 // virtual threads, ...) raise primjit::Error naming the construct and the kernel. The output is
 // deterministic: the same module gives the same text.
 //
+// Where it is done: c_printer.h prints the C that any C-family target shares; cuda_printer.h
+// spells its hooks in CUDA (types, conversions, threads, shared memory, kernel heads);
+// cuda_intrinsics.cc is the table of the builtin ops' lowerings, keyed by the op table;
+// ptx_helpers.cc holds the inline PTX; codegen_cuda.cc assembles the module (preamble,
+// helpers, prototypes, functions in order).
+//
 // The interface is free of CUDA headers.
 #pragma once
 
