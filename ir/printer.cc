@@ -1,6 +1,6 @@
 // The text printer: IR -> TVMScript subset (see text.h and the README, "IR text format").
 //
-// The output is deterministic and parses back (parser.cc) to a structurally equal IR:
+// The output is deterministic and parses back (text/parse.cc) to a structurally equal IR:
 //  - names are made unique per function in order of definition (`i`, `i_1`, ...); hints that are
 //    not identifiers, or are keywords or names the format uses (`T`, `I`, `Module`, `range`),
 //    are sanitized;
@@ -18,7 +18,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "ir/text_internal.h"
+#include "ir/text/text_rules.h"
 #include "primjit/ir/functor.h"
 #include "primjit/ir/text.h"
 
