@@ -1,7 +1,6 @@
 // Buffer forms (see forms.h): T.Buffer (a parameter's annotation or a free buffer),
 // T.match_buffer, T.alloc_buffer and T.decl_buffer, which share one argument list.
 #include <algorithm>
-#include <array>
 
 #include "ir/text/forms.h"
 #include "ir/text/lowerer.h"

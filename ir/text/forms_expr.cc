@@ -1,7 +1,6 @@
 // Expression forms: T.* calls that are values inside an expression (see forms.h). Literal casts
 // T.<dtype>(...) and builtin ops T.<op>(...) are the open families lower_expr.cc resolves after
 // this table.
-#include <array>
 
 #include "ir/text/forms.h"
 #include "ir/text/lowerer.h"

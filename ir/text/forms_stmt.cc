@@ -1,6 +1,5 @@
 // Statement forms (see forms.h): expression statements, definitions, attribute scopes, loops,
 // attribute values, and the names that are decorators or types rather than calls.
-#include <array>
 
 #include "ir/text/forms.h"
 #include "ir/text/lowerer.h"
