@@ -1,4 +1,4 @@
-// Tests of the text format (ir/printer.cc, ir/parser.cc):
+// Tests of the text format (ir/text/: the printer, printer.h, and the parser, parse.cc):
 //  - the corpus: tests/ir/roundtrip/*.tir parse, print, re-parse structurally equal, and print
 //    is a fixed point; tests/ir/malformed/*.tir fail with the message and line:col written in
 //    their first line (`# expect: L:C: substring`);

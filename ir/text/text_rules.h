@@ -1,4 +1,4 @@
-// Rules shared by the text printer (printer.cc) and parser (parser.cc). Private to ir/.
+// Rules shared by the text printer and parser. Private to ir/text/.
 //
 // Each builtin op call prints as `T.<op>(args)` and the parser rebuilds the Call's dtype from
 // one rule per op (builtin_result_dtype). A Call whose dtype differs from what the rule gives is
