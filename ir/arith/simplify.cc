@@ -54,6 +54,16 @@ Expr make_binary(NodeKind k, Expr a, Expr b) {
   }
 }
 
+void flatten(NodeKind k, const Expr& e, std::vector<Expr>* out) {
+  if (e.kind() == k) {
+    auto [a, b] = operands(e);
+    flatten(k, *a, out);
+    flatten(k, *b, out);
+  } else {
+    out->push_back(e);
+  }
+}
+
 // Integer constant folding; nullopt for division by zero.
 std::optional<i128> fold_int(NodeKind k, DataType t, i128 x, i128 y) {
   int bits = t.bits();

@@ -2,16 +2,16 @@
 //
 // Rules are grouped by family, one file each (after Halide's Simplify_*.cpp):
 //
-//   operator                       rule (a Rewriter member)       file
-//   Add, Sub, Mul                  add_sub, mul, recombine         simplify_add_sub_mul.cc
-//   FloorDiv, FloorMod, Div, Mod   floor_div_rule, floor_mod_rule,  simplify_div_mod.cc
+//   operator                       rule (a Rewriter member)          file
+//   Add, Sub, Mul                  add_sub, mul, recombine           simplify_add_sub_mul.cc
+//   FloorDiv, FloorMod, Div, Mod   floor_div_rule, floor_mod_rule,   simplify_div_mod.cc
 //                                  trunc_div_mod
-//   Min, Max                       min_max                         simplify_min_max.cc
-//   EQ NE LT LE GT GE              compare (decide, normalize)     simplify_compare.cc
-//   And, Or, Not, Select           logical, visit(Not/Select)      simplify_logic.cc
-//   Cast                           visit(Cast)                     simplify_cast.cc
-//   Ramp, Broadcast, vector ops    vector_rule, visit(Ramp/...)    simplify_vector.cc
-//   leaves, Let, loads, calls      visit(...), rewrite()           simplify.cc (the driver)
+//   Min, Max                       min_max                           simplify_min_max.cc
+//   EQ, NE, LT, LE, GT, GE         compare (decide, normalize)       simplify_compare.cc
+//   And, Or, Not, Select           logical, visit(Not), visit(Select) simplify_logic.cc
+//   Cast                           visit(Cast)                       simplify_cast.cc
+//   vectors: Ramp, Broadcast       vector_rule, visit(Ramp), ...     simplify_vector.cc
+//   leaves, Let, loads, calls      rewrite(), visit(...)             simplify.cc (the driver)
 //
 // Adding a rewrite rule:
 // - Find the operator's rule above and add the rule there, in its family's file. A binary
@@ -26,8 +26,9 @@
 //   that are not AnalyzerImpl::pure().
 // - A new family: a new simplify_<family>.cc, its rule declared in Rewriter below and
 //   dispatched from visit(), the file listed in ir/CMakeLists.txt.
-// - Test it: a check(input, expected) row in the simplifier's unit tests and a golden case
-//   in tests/passes/; the soundness fuzz test covers it once its operators are generated.
+// - Test it: a check(input, expected) row in the family's table in
+//   tests/unit/ir/arith_test.cc and, where a pass shows it, a case in
+//   tests/passes/simplify.tir; the random-binding property tests there check soundness.
 #pragma once
 
 #include <optional>
@@ -39,7 +40,7 @@
 
 namespace primjit::arith::detail {
 
-// --- literals ---------------------------------------------------------------------------------
+// --- literals, folding and shared helpers ----------------------------------------------------
 
 inline std::optional<i128> const_int(const Expr& e) {
   if (const auto* imm = e.as<IntImm>()) return int_value(imm);
@@ -91,6 +92,10 @@ std::optional<bool> fold_compare(NodeKind k, T x, T y) {
 
 /// The binary node of kind `k` (arithmetic, Min/Max, comparison, And/Or) over `a` and `b`.
 Expr make_binary(NodeKind k, Expr a, Expr b);
+
+/// Appends to `out` the operands of the nest of binary operations of kind `k` at the top of
+/// `e`, left to right (`e` itself when it is not of that kind): min(min(a, b), c) -> a, b, c.
+void flatten(NodeKind k, const Expr& e, std::vector<Expr>* out);
 
 // Integer constant folding; nullopt for division by zero.
 std::optional<i128> fold_int(NodeKind k, DataType t, i128 x, i128 y);
@@ -195,8 +200,6 @@ class Rewriter : public ExprFunctor<Rewriter, Expr> {
 
   // --- Min, Max (simplify_min_max.cc) --------------------------------------------------------
   Expr min_max(NodeKind k, const Expr& a, const Expr& b);
-  /// The operands of nested operations of kind `k`, left to right.
-  static void flatten(NodeKind k, const Expr& e, std::vector<Expr>* out);
 
   // --- comparisons (simplify_compare.cc) -----------------------------------------------------
   Expr compare(NodeKind k, const Expr& a, const Expr& b);
@@ -214,8 +217,6 @@ class Rewriter : public ExprFunctor<Rewriter, Expr> {
 
   // --- And, Or (simplify_logic.cc) -----------------------------------------------------------
   Expr logical(const Expr& e, NodeKind k);
-  /// The operands of nested operations of kind `k` (And or Or), left to right.
-  static void flatten_logical(NodeKind k, const Expr& e, std::vector<Expr>* out);
 
   AnalyzerImpl& an_;
 };

@@ -144,7 +144,7 @@ Expr Rewriter::logical(const Expr& e, NodeKind k) {
   // `identity` (true for And) is dropped; `absorbing` (false for And) decides the result.
   const i128 identity = is_and ? 1 : 0;
   std::vector<Expr> raw;
-  flatten_logical(k, e, &raw);
+  flatten(k, e, &raw);
   std::vector<Expr> ops;
   bool all_pure = true;
   for (const Expr& x : raw) {
@@ -198,17 +198,6 @@ Expr Rewriter::logical(const Expr& e, NodeKind k) {
     if (const_int(rewrite(kept[i])) == identity) kept.erase(kept.begin() + i);
   }
   return build(kept);
-}
-
-void Rewriter::flatten_logical(NodeKind k, const Expr& e, std::vector<Expr>* out) {
-  if (e.kind() == k) {
-    auto [a, b] = k == NodeKind::kAnd ? std::pair(e.as<And>()->a, e.as<And>()->b)
-                                      : std::pair(e.as<Or>()->a, e.as<Or>()->b);
-    flatten_logical(k, a, out);
-    flatten_logical(k, b, out);
-  } else {
-    out->push_back(e);
-  }
 }
 
 }  // namespace primjit::arith::detail

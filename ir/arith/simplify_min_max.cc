@@ -65,15 +65,4 @@ Expr Rewriter::min_max(NodeKind k, const Expr& a, const Expr& b) {
   return result;
 }
 
-void Rewriter::flatten(NodeKind k, const Expr& e, std::vector<Expr>* out) {
-  if (e.kind() == k) {
-    auto [a, b] = k == NodeKind::kMin ? std::pair(e.as<Min>()->a, e.as<Min>()->b)
-                                      : std::pair(e.as<Max>()->a, e.as<Max>()->b);
-    flatten(k, a, out);
-    flatten(k, b, out);
-  } else {
-    out->push_back(e);
-  }
-}
-
 }  // namespace primjit::arith::detail
