@@ -1,6 +1,6 @@
 // CommonSubexprElim's tables: value numbers interned from keys (a node's kind, dtype, payload
 // and its operands' value numbers), and a flat map from IR nodes to small values. Both hash
-// with the library's mixing (primjit/ir/hash.h); which slot an entry lands in never shows in the
+// with the library's mixing (ir/hash_mix.h); which slot an entry lands in never shows in the
 // pass's output: value numbers count in order of first appearance, and NodeMap is never
 // iterated.
 #pragma once
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "primjit/error.h"
-#include "primjit/ir/hash.h"
+#include "ir/hash_mix.h"
 
 namespace primjit::passes::cse {
 
@@ -62,7 +62,7 @@ class ValueTable {
 
   static uint64_t hash(const std::vector<int64_t>& key) {
     uint64_t h = key.size();
-    for (int64_t w : key) h = hash_combine(h, static_cast<uint64_t>(w));
+    for (int64_t w : key) h = hashing::mix64(hashing::combine(h, static_cast<uint64_t>(w)));
     return h;
   }
   int add(const ValueInfo& info) {
@@ -108,7 +108,7 @@ class NodeMap {
   }
 
  private:
-  static size_t hash(const void* key) { return hash_mix64(reinterpret_cast<uintptr_t>(key)); }
+  static size_t hash(const void* key) { return hashing::mix64(reinterpret_cast<uintptr_t>(key)); }
   void grow() {
     std::vector<std::pair<const void*, V>> old = std::move(slots_);
     slots_.assign(std::max<size_t>(64, old.size() * 2), {nullptr, V{}});

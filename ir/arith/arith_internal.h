@@ -1,5 +1,14 @@
-// Internals shared by analyzer.cc (facts, bounds, congruences, linear forms, proofs, ordering)
-// and simplify.cc (the rewriter). Not installed.
+// Internals shared by the analyzer's files and the rewriter. Not installed.
+//
+// Where each concern lives (all in ir/arith/):
+//   interval.cc     exact-integer intervals, floor division, gcd, wraparound, literals
+//   facts.cc        facts about variables and conditions, scopes, forget(), prove_nonneg()
+//   bound.cc        constant-integer bounds of expressions and ring forms
+//   congruence.cc   congruences (modular sets)
+//   linear.cc       ring forms of sums (linearize, combine)
+//   expr_order.cc   the canonical order of expressions, equality, purity
+//   simplify*.cc    the rewriter, one file per rule family (see simplify_internal.h)
+//   analyzer.cc     the public Analyzer over AnalyzerImpl
 //
 // Two number worlds meet here:
 // - "ring" values: what the IR computes, integers modulo 2^bits. Linear forms built by
@@ -26,6 +35,12 @@ using i128 = __int128;
 
 /// |v| >= kInf stands for an infinite bound; every value an IR integer can hold is far below.
 inline constexpr i128 kInf = i128(1) << 80;
+
+inline bool neg_inf(i128 v) { return v <= -kInf; }
+inline bool pos_inf(i128 v) { return v >= kInf; }
+inline bool infinite(i128 v) { return neg_inf(v) || pos_inf(v); }
+inline i128 abs128(i128 v) { return v < 0 ? -v : v; }
+inline bool is_int_scalar(DataType t) { return t.is_integer() && t.is_scalar(); }
 
 /// A closed range of exact integers [lo, hi]; lo == -kInf / hi == kInf are unbounded.
 struct Interval {
@@ -57,6 +72,8 @@ i128 gcd(i128 a, i128 b);
 i128 wrap_signed(i128 v, int bits);
 /// The exact value of an integer literal (uint64 literals are stored in two's complement).
 i128 int_value(const IntImm* imm);
+/// The two operands of any binary node; {nullptr, nullptr} for any other node.
+std::pair<const Expr*, const Expr*> operands(const Expr& e);
 /// The literal of dtype `t` (scalar int/uint/bool, or a vector: a Broadcast) holding `v`
 /// reduced modulo 2^bits.
 Expr make_int(DataType t, i128 v);
@@ -134,7 +151,7 @@ class AnalyzerImpl {
   /// Gives every variable and buffer in `e` not seen before the next first-use ordinal.
   void number_objects(const Expr& e);
 
-  // --- simplifier (simplify.cc) ------------------------------------------------------------
+  // --- simplifier (simplify*.cc) -----------------------------------------------------------
   Expr simplify(const Expr& e);
   /// Rebuilds a ring form as an expression of dtype `t` in canonical order.
   Expr from_linear(const Linear& l, DataType t);
