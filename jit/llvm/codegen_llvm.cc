@@ -11,9 +11,8 @@
 #include <set>
 #include <unordered_map>
 
+#include "jit/common/host_abi.h"
 #include "jit/llvm/semantics_llvm.h"
-#include "jit/runtime/host_runtime.h"
-#include "jit/runtime/launch.h"
 #include "passes/free_vars.h"
 #include "primjit/abi.h"
 #include "primjit/error.h"
@@ -790,7 +789,7 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
     return b_.getInt32(0);
   }
 
-  // T.call_packed("kernel", args..., launch values...): the launch ABI of jit/runtime/launch.h.
+  // T.call_packed("kernel", args..., launch values...): the launch ABI of jit/common/host_abi.h.
   Value* launch_kernel(const Call* op) {
     const auto* symbol = op->args.empty() ? nullptr : op->args[0].as<StringImm>();
     PRIMJIT_USER_CHECK(symbol != nullptr) << "T.call_packed needs the callee's name first";

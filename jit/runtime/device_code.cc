@@ -10,7 +10,7 @@
 #include "jit/cuda/driver.h"
 #include "jit/cuda/nvrtc_compiler.h"
 #include "jit/runtime/host_runtime.h"
-#include "jit/runtime/launch_limits.h"
+#include "jit/common/launch_limits.h"
 #include "primjit/error.h"
 #include "primjit/log.h"
 

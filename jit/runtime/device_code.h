@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "jit/runtime/launch.h"
+#include "jit/common/host_abi.h"
 #include "primjit/ir/function.h"
 #include "primjit/ir/target.h"
 #include "primjit/jit.h"
