@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "jit/runtime/cache_key.h"
-#include "jit/runtime/device_code.h"
+#include "jit/cuda/device_code.h"
 #include "jit/runtime/variant_cache.h"
 #include "primjit/jit.h"
 

@@ -17,7 +17,7 @@
 
 #include "jit/emu/interpreter.h"
 #include "jit/runtime/cache_key.h"
-#include "jit/runtime/device_code.h"
+#include "jit/cuda/device_code.h"
 #include "jit/runtime/host_program.h"
 #include "jit/runtime/host_runtime.h"
 #include "primjit/jit.h"
