@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "jit/cuda/device_code.h"
 #include "jit/emu/interpreter.h"
 #include "jit/runtime/cache_key.h"
-#include "jit/cuda/device_code.h"
 #include "jit/runtime/host_program.h"
 #include "jit/runtime/host_runtime.h"
 #include "primjit/jit.h"
@@ -141,8 +141,10 @@ class RecentVariants {
   // Runs the recent variant whose key is `key`; false (nothing run) when there is none.
   // `clock` is the Jit's use clock, which only calls through its map advance: the variant is
   // marked used with a plain store, and only when the clock moved since its last mark.
-  bool try_run(const KeyBuffer& key, std::span<const Arg> args, std::atomic<uint64_t>& clock,
-               PJValue* out) {
+  // Always inlined into Kernel::call, the cached-call path (as one function it is not inlined
+  // from a header, and the call through the library's symbol table costs a few ns per call).
+  [[gnu::always_inline]] bool try_run(const KeyBuffer& key, std::span<const Arg> args,
+                                      std::atomic<uint64_t>& clock, PJValue* out) {
     int s = ThreadSlots::mine();
     if (s < 0) return false;
     Slot& slot = slots_[s];
