@@ -48,6 +48,30 @@ DeviceOptions device_options(const Kernel::State& k) {
   return DeviceOptions{k.options.fast_math, k.options.cuda_stream, k.options.max_unroll};
 }
 
+IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool dynamic,
+                       const DimSet& symbolic, const passes::RunOptions& run) {
+  PrimFunc func = k.func;
+  if (!dynamic) {
+    std::unordered_map<const VarNode*, Expr> values;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Buffer& b = k.params[i].buffer;
+      if (!b.defined()) continue;
+      const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
+      for (size_t d = 0; d < b->shape.size(); ++d) {
+        const auto* var = b->shape[d].as<VarNode>();
+        if (var == nullptr || symbolic.count({i, d}) || values.count(var)) continue;
+        values.emplace(var, IntImm::make(var->dtype, t->shape[d]));
+      }
+    }
+    func = passes::specialize(func, values);
+  }
+  passes::PipelineOptions pipeline;
+  pipeline.checked_arithmetic = k.options.checked_arithmetic;
+  pipeline.fp_contract = k.options.fp_contract;
+  return passes::run_passes(k.module.with_function(k.name, func),
+                            passes::default_pipeline(pipeline), run);
+}
+
 std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> args,
                                          std::vector<int64_t> key, bool dynamic,
                                          const DimSet& symbolic, Source* source) {
@@ -71,26 +95,7 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   }
 
   Clock::time_point start = Clock::now();
-  PrimFunc func = k.func;
-  if (!dynamic) {
-    std::unordered_map<const VarNode*, Expr> values;
-    for (size_t i = 0; i < args.size(); ++i) {
-      const Buffer& b = k.params[i].buffer;
-      if (!b.defined()) continue;
-      const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
-      for (size_t d = 0; d < b->shape.size(); ++d) {
-        const auto* var = b->shape[d].as<VarNode>();
-        if (var == nullptr || symbolic.count({i, d}) || values.count(var)) continue;
-        values.emplace(var, IntImm::make(var->dtype, t->shape[d]));
-      }
-    }
-    func = passes::specialize(func, values);
-  }
-  passes::PipelineOptions pipeline;
-  pipeline.checked_arithmetic = k.options.checked_arithmetic;
-  pipeline.fp_contract = k.options.fp_contract;
-  IRModule lowered = passes::run_passes(k.module.with_function(k.name, func),
-                                        passes::default_pipeline(pipeline), dump_options(k));
+  IRModule lowered = lower_variant(k, args, dynamic, symbolic, dump_options(k));
   times.passes_ms = ms_since(start);
 
   if (k.target->kind == "emu") {

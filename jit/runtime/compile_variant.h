@@ -7,10 +7,11 @@
 #include <span>
 #include <vector>
 
-#include "jit/runtime/cache_key.h"
 #include "jit/cuda/device_code.h"
+#include "jit/runtime/cache_key.h"
 #include "jit/runtime/variant_cache.h"
 #include "primjit/jit.h"
+#include "primjit/passes.h"
 
 namespace primjit::jit {
 
@@ -30,6 +31,12 @@ enum class Source { kCompiled, kDisk, kRemote };
 std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> args,
                                          std::vector<int64_t> key, bool dynamic,
                                          const DimSet& symbolic, Source* source);
+
+/// The module a variant compiles: the kernel's function specialized to the call's shapes
+/// (unless `dynamic`; the `symbolic` dimensions stay symbolic), through the default pipeline
+/// with the kernel's options.
+IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool dynamic,
+                       const DimSet& symbolic, const passes::RunOptions& run);
 
 /// Gives the host code of a variant the handles of the kernels it launches.
 void bind_kernels(Variant& v);

@@ -431,6 +431,23 @@ std::future<void> Kernel::compile_async(Signature signature) const {
   });
 }
 
+IRModule Kernel::lowered(const Signature& signature) const {
+  PRIMJIT_USER_CHECK(state_ != nullptr) << "lowered of an empty Kernel (use Jit::kernel)";
+  State& k = *state_;
+  SignatureArgs call(k, signature);
+  std::span<const Arg> args(call.args);
+  jit::check_arguments(k, args);
+  KeyBuffer key;
+  bool dynamic = jit::build_call_key(k, args, &key);
+  jit::DimSet symbolic;
+  {
+    std::lock_guard<std::mutex> lock(k.mutex);
+    dynamic = dynamic || k.fell_back;
+    if (!dynamic) symbolic = k.symbolic;
+  }
+  return jit::lower_variant(k, args, dynamic, symbolic, {});
+}
+
 KernelStats Kernel::stats() const {
   PRIMJIT_USER_CHECK(state_ != nullptr) << "stats of an empty Kernel";
   State& k = *state_;
