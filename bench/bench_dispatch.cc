@@ -175,7 +175,7 @@ Shared& shared(Policy policy, bool alternating) {
       if (t_allocations == before) {
         s->error = "operator new is not replaced: a compiling call counted no allocation";
       }
-      IRModule lowered = lower_like_jit(s->kernel, args, policy != Policy::kDynamic);
+      IRModule lowered = s->kernel.lowered(signature_of(args));
       s->programs.push_back(std::make_unique<jit::HostProgram>(s->engine, lowered));
       s->direct[v] = s->programs.back()->function(func->global_symbol());
     }

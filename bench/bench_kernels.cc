@@ -273,8 +273,7 @@ Matmul& matmul(int n) {
     jit::NvrtcOptions options;
     options.arch = cuda_arch_or(kDefaultArch);
     // The generated code compiles as the runtime compiles it (checked here even without a GPU).
-    std::vector<Arg> no_tensors(3, Arg(static_cast<DLTensor*>(nullptr)));
-    IRModule lowered = lower_like_jit(m->kernel, no_tensors, /*specialize=*/false);
+    IRModule lowered = m->kernel.lowered(constant_signature(m->kernel));
     jit::nvrtc_compile({"tiled_matmul.cu", jit::codegen_cuda(lowered).code}, options);
     // The hand-written kernel at ptxas's highest optimization level.
     options.extra_options = {"--ptxas-options=-O3"};

@@ -74,9 +74,8 @@ Launcher& launcher() {
     auto* l = new Launcher();
     try {
       l->kernel = l->jit.kernel(bump(static_cast<int>(N)), {.target = Target::cuda()});
-      // Shapes are constant: nothing to specialize, the tensors are not needed to lower.
-      std::vector<Arg> no_tensors(N, Arg(static_cast<DLTensor*>(nullptr)));
-      IRModule lowered = lower_like_jit(l->kernel, no_tensors, /*specialize=*/false);
+      // Shapes are constant: the signature is the function's.
+      IRModule lowered = l->kernel.lowered(constant_signature(l->kernel));
       jit::CudaModuleSource source = jit::codegen_cuda(lowered);
       PRIMJIT_USER_CHECK(source.kernels.size() == 1)
           << "expected one kernel, got " << source.kernels.size() << ":\n"

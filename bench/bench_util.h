@@ -1,6 +1,7 @@
 // Helpers shared by the runtime benchmarks (bench_dispatch, bench_launch, bench_kernels):
-// clocks, the lowering the Jit does for a call (to build baselines from the same code), a
-// Kernel call with N tensors, and the rule that GPU benchmarks skip without a driver.
+// clocks, the signatures that Kernel::lowered takes (to build baselines from the code the
+// Jit compiles), a Kernel call with N tensors, and the rule that GPU benchmarks skip without a
+// driver.
 #pragma once
 
 #include <time.h>
@@ -8,16 +9,17 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "bench/bench_main.h"
 #include "jit/cuda/driver.h"
 #include "primjit/error.h"
+#include "primjit/ir.h"
 #include "primjit/jit.h"
-#include "primjit/passes.h"
 
 namespace primjit::bench {
 
@@ -42,34 +44,41 @@ inline void fail_benchmark(benchmark::State& state, const std::string& message) 
   state.SkipWithError(message.c_str());
 }
 
-/// The module the Jit compiles for a call of `kernel` with `args`: the kernel's function with
-/// its resolved target, its shape variables bound to the tensors' dimensions when `specialize`
-/// (Policy::kExact, and kAuto while no dimension is symbolic), through the default pipeline.
-/// Compiled the same way (HostProgram, codegen_cuda + NVRTC), it is the code the Kernel runs.
-inline IRModule lower_like_jit(const Kernel& kernel, std::span<const Arg> args, bool specialize) {
-  const PrimFunc& original = kernel.function();
-  std::string name = original->global_symbol().empty() ? "main" : original->global_symbol();
-  PrimFunc func = original.with_attr(attr::kTarget, AttrValue(kernel.target()));
-  if (original->global_symbol().empty()) func = func.with_attr(attr::kGlobalSymbol, name);
-  PRIMJIT_ICHECK(args.size() == func->params.size())
-      << "lower_like_jit: " << args.size() << " arguments for " << func->params.size()
-      << " parameters";
-  if (specialize) {
-    std::unordered_map<const VarNode*, Expr> values;
-    for (size_t i = 0; i < args.size(); ++i) {
-      Buffer buffer = func->buffer_of(func->params[i]);
-      if (!buffer.defined()) continue;
-      const auto* tensor = static_cast<const DLTensor*>(args[i].value.v_ptr);
-      for (size_t d = 0; d < buffer->shape.size(); ++d) {
-        const auto* var = buffer->shape[d].as<VarNode>();
-        if (var != nullptr && !values.count(var)) {
-          values.emplace(var, IntImm::make(var->dtype, tensor->shape[d]));
-        }
-      }
-    }
-    func = passes::specialize(func, values);
+/// The signature of a call with tensor arguments `args`, for Kernel::lowered (the module the
+/// kernel compiles for the call; compiled the same way, HostProgram or codegen_cuda + NVRTC,
+/// it is the code the Kernel runs).
+inline Signature signature_of(std::span<const Arg> args) {
+  Signature signature;
+  for (const Arg& a : args) {
+    PRIMJIT_ICHECK(a.value.type_index == kPJDLTensorPtr) << "signature_of: tensors only";
+    const auto* t = static_cast<const DLTensor*>(a.value.v_ptr);
+    DataType dtype;
+    PRIMJIT_ICHECK(DataType::from_dlpack(t->dtype.code, t->dtype.bits, t->dtype.lanes, &dtype));
+    signature.push_back(ArgSpec::tensor(dtype, std::vector<int64_t>(t->shape, t->shape + t->ndim)));
   }
-  return passes::run_passes(IRModule::from_function(name, func), passes::default_pipeline());
+  return signature;
+}
+
+/// The signature of `kernel`'s function, whose buffer shapes are all constants.
+inline Signature constant_signature(const Kernel& kernel) {
+  const PrimFunc& func = kernel.function();
+  Signature signature;
+  for (const Var& p : func->params) {
+    Buffer buffer = func->buffer_of(p);
+    if (!buffer.defined()) {
+      signature.push_back(ArgSpec::scalar(p.dtype()));
+      continue;
+    }
+    std::vector<int64_t> shape;
+    for (const Expr& extent : buffer->shape) {
+      std::optional<int64_t> c = as_const_int(extent);
+      PRIMJIT_ICHECK(c.has_value()) << "constant_signature: " << buffer->name << " has a "
+                                    << "symbolic shape";
+      shape.push_back(*c);
+    }
+    signature.push_back(ArgSpec::tensor(buffer->dtype, std::move(shape)));
+  }
+  return signature;
 }
 
 /// `kernel(tensors[0], ..., tensors[N-1])`: Kernel::operator() with N tensor arguments.

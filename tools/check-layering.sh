@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Enforces the dependency direction primjit_ir <- primjit_passes <- primjit_jit:
 #  - no LLVM or CUDA header is included from include/, ir/, passes/, tools/ or examples/;
+#  - inside jit/, one direction: the runtime orchestrates the backends (llvm, cuda, emu), which
+#    include nothing from jit/runtime/ nor from each other; what they share (the host ABI,
+#    launch limits) is in jit/common/, which includes none of them;
 #  - the built primjit_ir and primjit_passes libraries need neither libLLVM nor NVRTC.
 #   check-layering.sh [BUILD_DIR]
 set -euo pipefail
@@ -15,6 +18,22 @@ if hits=$(grep -rnE '#\s*include\s*[<"](llvm/|llvm-c/|cuda|nvrtc|nvJitLink)' "${
   echo "$hits" >&2
   status=1
 fi
+
+# Includes of "jit/<part>/" from jit/<dir> that break the direction.
+forbid() {
+  local dir=$1 parts=$2
+  [ -d "jit/$dir" ] || return 0
+  local hits
+  if hits=$(grep -rnE "#\s*include\s*\"jit/($parts)/" "jit/$dir" --include='*.h' --include='*.cc'); then
+    echo "error: jit/$dir includes jit/{$parts}/ (the runtime depends on the backends, not back):" >&2
+    echo "$hits" >&2
+    status=1
+  fi
+}
+forbid common 'runtime|llvm|cuda|emu'
+forbid llvm 'runtime|cuda|emu'
+forbid cuda 'runtime|llvm|emu'
+forbid emu 'runtime|llvm|cuda'
 
 build=${1:-}
 if [ -n "$build" ]; then

@@ -204,6 +204,11 @@ class Kernel {
   /// The same for one signature, in the background. The future's get() rethrows a failure.
   /// (Like every std::async future, destroying it waits for the compile.)
   std::future<void> compile_async(Signature signature) const;
+  /// The lowered module a call with `signature` compiles under the kernel's policy as it
+  /// stands (specialized to the shapes unless the policy leaves them symbolic; the default
+  /// pipeline with the kernel's options), checked like a call. Compiles, caches and learns
+  /// nothing: for tools and benchmarks that build baselines from the code the kernel runs.
+  IRModule lowered(const Signature& signature) const;
   /// The function as given to Jit::kernel.
   const PrimFunc& function() const;
   /// The target variants are compiled for.

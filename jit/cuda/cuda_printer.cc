@@ -6,7 +6,7 @@
 #include <functional>
 #include <map>
 
-#include "jit/runtime/launch_limits.h"
+#include "jit/common/launch_limits.h"
 #include "primjit/error.h"
 
 namespace primjit::jit {

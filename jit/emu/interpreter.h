@@ -43,7 +43,7 @@
 #include <span>
 #include <string>
 
-#include "jit/runtime/launch_limits.h"
+#include "jit/common/launch_limits.h"
 #include "primjit/error.h"
 #include "primjit/ir/function.h"
 

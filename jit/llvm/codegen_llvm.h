@@ -15,7 +15,7 @@
 // - A T.unroll loop gets LLVM's full-unroll hint when its extent is a constant of at most
 //   HostCodegenOptions::max_unroll iterations; otherwise it is a plain loop (logged at info).
 // - `T.call_packed("kernel", ...)` launches a kernel through primjit_rt_launch (the launch ABI
-//   of jit/runtime/launch.h); a non-zero status propagates as -1.
+//   of jit/common/host_abi.h); a non-zero status propagates as -1.
 //
 // The interface is free of LLVM headers; callers that use the module include LLVM themselves.
 #pragma once
@@ -43,7 +43,7 @@ struct HostModule {
   std::unique_ptr<llvm::LLVMContext> context;
   std::unique_ptr<llvm::Module> module;
   /// Symbols of the kernels the host code launches (sorted); each has a handle global named
-  /// kernel_handle_symbol(symbol, suffix) (jit/runtime/launch.h) the runtime must fill.
+  /// kernel_handle_symbol(symbol, suffix) (jit/common/host_abi.h) the runtime must fill.
   std::vector<std::string> launched_kernels;
 };
 

@@ -74,10 +74,10 @@ MemoryRule memory_rule(const PrimFunc& func, const Target& target) {
 }
 
 void check_argument_memory(const MemoryRule& rule, const std::string& name,
-                           const std::vector<std::string>& params, std::span<const Arg> args,
+                           std::span<const ParamInfo> params, std::span<const Arg> args,
                            const Target& target) {
   auto where = [&](size_t i) {
-    return "argument #" + std::to_string(i) + " ('" + params[i] + "')";
+    return "argument #" + std::to_string(i) + " ('" + params[i].name + "')";
   };
   auto tensor = [&](size_t i) { return static_cast<const DLTensor*>(args[i].value.v_ptr); };
   for (size_t i = 0; i < args.size(); ++i) {

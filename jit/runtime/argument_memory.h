@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "jit/runtime/cache_key.h"
 #include "primjit/ir/function.h"
 #include "primjit/ir/target.h"
 #include "primjit/jit.h"
@@ -72,10 +73,10 @@ struct MemoryRule {
 MemoryRule memory_rule(const PrimFunc& func, const Target& target);
 
 /// Throws primjit::Error naming the first misaligned tensor argument, or the first two that
-/// overlap, of function `name` with parameters named `params`. `args` passed check_arguments:
+/// overlap, of function `name` with parameters `params`. `args` passed check_arguments:
 /// one per parameter, a DLTensor* where the rule's align is nonzero. Allocates nothing.
 void check_argument_memory(const MemoryRule& rule, const std::string& name,
-                           const std::vector<std::string>& params, std::span<const Arg> args,
+                           std::span<const ParamInfo> params, std::span<const Arg> args,
                            const Target& target);
 
 }  // namespace primjit::jit

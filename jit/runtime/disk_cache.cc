@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "jit/runtime/crypto.h"
+#include "jit/runtime/environment.h"
 #include "primjit/error.h"
 #include "primjit/log.h"
 
@@ -223,13 +224,9 @@ DiskCache::DiskCache(std::string dir, uint64_t max_bytes)
     : dir_(dir), mac_key_(open_mac_key(dir_)), max_bytes_(max_bytes) {}
 
 std::string DiskCache::default_dir() {
-  auto env = [](const char* name) -> std::string {
-    const char* v = std::getenv(name);
-    return v != nullptr ? v : "";
-  };
-  if (std::string dir = env("PRIMJIT_CACHE_DIR"); !dir.empty()) return dir;
-  if (std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty()) return xdg + "/primjit";
-  if (std::string home = env("HOME"); !home.empty()) return home + "/.cache/primjit";
+  if (std::string dir = env_or_empty("PRIMJIT_CACHE_DIR"); !dir.empty()) return dir;
+  if (std::string xdg = env_or_empty("XDG_CACHE_HOME"); !xdg.empty()) return xdg + "/primjit";
+  if (std::string home = env_or_empty("HOME"); !home.empty()) return home + "/.cache/primjit";
   return "";
 }
 

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "jit/runtime/device_code.h"
+#include "jit/cuda/device_code.h"
 #include "jit/runtime/host_program.h"
 #include "jit/runtime/private_dir.h"
 

@@ -12,7 +12,6 @@
 
 #include "jit/llvm/codegen_llvm.h"
 #include "jit/runtime/host_runtime.h"
-#include "jit/runtime/launch.h"
 #include "primjit/error.h"
 
 namespace primjit::jit {

@@ -8,7 +8,6 @@
 #include <atomic>
 
 #include "jit/llvm/orc_engine.h"
-#include "jit/runtime/launch.h"
 #include "primjit/error.h"
 
 namespace primjit::jit {

@@ -7,8 +7,8 @@
 
 #include <string>
 
+#include "jit/common/launch_limits.h"
 #include "jit/cuda/codegen_cuda.h"
-#include "jit/runtime/launch_limits.h"
 #include "primjit/ir/expr.h"
 #include "tests/unit/emu/emu_test_util.h"
 

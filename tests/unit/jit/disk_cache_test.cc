@@ -437,6 +437,21 @@ TEST(JitPrewarm, CompileAsyncMakesTheSameVariantAsACall) {
   EXPECT_EQ(in_order.stats().hits, 3u);
 }
 
+TEST(JitPrewarm, LoweredIsWhatACallCompilesAndCompilesNothing) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel exact = jit.kernel(axpb_function());
+  Kernel dynamic = jit.kernel(axpb_function(), {.policy = Policy::kDynamic});
+  // Exact specializes each shape: two shapes, two modules. Dynamic lowers one for both.
+  std::string exact8 = print(exact.lowered(signature(8)));
+  EXPECT_NE(exact8, print(exact.lowered(signature(16))));
+  std::string dynamic8 = print(dynamic.lowered(signature(8)));
+  EXPECT_EQ(dynamic8, print(dynamic.lowered(signature(16))));
+  EXPECT_NE(exact8, dynamic8);
+  EXPECT_EQ(exact.stats().misses + dynamic.stats().misses, 0u);
+  EXPECT_EQ(exact.stats().calls + dynamic.stats().calls, 0u);
+  EXPECT_THROW(exact.lowered({ArgSpec::scalar(DataType::Float(32))}), Error);
+}
+
 TEST(JitPrewarm, BadSignaturesAreErrorsNamingTheArgument) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
   Kernel k = jit.kernel(axpb_function());

@@ -14,7 +14,6 @@
 #include "jit/llvm/orc_engine.h"
 #include "jit/runtime/host_program.h"
 #include "jit/runtime/host_runtime.h"
-#include "jit/runtime/launch.h"
 #include "primjit/dlpack.h"
 #include "primjit/float_formats.h"
 #include "primjit/ir/text.h"

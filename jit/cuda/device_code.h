@@ -1,5 +1,6 @@
-// The device side of a variant: its kernels compiled and loaded for cuda, or prepared for the
-// interpreter (emu), each behind the KernelHandle the host code launches.
+// CUDA compile and launch: the device side of a variant, its kernels compiled by NVRTC and
+// loaded through the driver, each behind the KernelHandle the host code launches (the host
+// ABI, jit/common/host_abi.h). The runtime orchestrates; emu variants run in the interpreter.
 #pragma once
 
 #include <map>
@@ -7,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "jit/runtime/launch.h"
+#include "jit/common/host_abi.h"
 #include "primjit/ir/function.h"
 #include "primjit/ir/target.h"
 #include "primjit/jit.h"

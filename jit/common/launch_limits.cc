@@ -1,4 +1,4 @@
-#include "jit/runtime/launch_limits.h"
+#include "jit/common/launch_limits.h"
 
 namespace primjit::jit {
 

@@ -1,4 +1,4 @@
-#include "jit/runtime/device_code.h"
+#include "jit/cuda/device_code.h"
 
 #include <atomic>
 #include <chrono>
@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "jit/common/host_abi.h"
+#include "jit/common/launch_limits.h"
 #include "jit/cuda/codegen_cuda.h"
 #include "jit/cuda/driver.h"
 #include "jit/cuda/nvrtc_compiler.h"
-#include "jit/runtime/host_runtime.h"
-#include "jit/runtime/launch_limits.h"
 #include "primjit/error.h"
 #include "primjit/log.h"
 

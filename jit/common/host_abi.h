@@ -1,0 +1,62 @@
+// The ABI between generated host code and the runtime: the runtime functions host code calls
+// (given to the JIT as absolute symbols) and how it launches kernels. The host code generator
+// (jit/llvm) emits calls to these symbols, the CUDA backend (jit/cuda) implements kernel
+// handles, and the runtime (jit/runtime) defines the functions; none of them includes another
+// for it.
+//
+// Launches: for each kernel a host module launches, the module defines a global pointer named
+// kernel_handle_symbol(kernel, suffix), null until the runtime stores the kernel's loaded
+// KernelHandle in it. A launch `T.call_packed("k", args..., launch values...)` becomes
+//
+//   primjit_rt_launch(handle, launch, args)
+//
+// where `launch` holds the kernel's launch values in the order of its
+// "tirx.kernel_launch_params" (thread extents, then the dynamic shared memory size in bytes)
+// as int64, and args[i] points at the value of kernel parameter i in its own type (pointers
+// as pointers, int32 as int32, ...) — the layout cuLaunchKernel takes. No lookup, no allocation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "primjit/abi.h"
+
+namespace primjit::jit {
+
+/// Symbol names the host code generator emits calls to.
+inline constexpr const char* kSetErrorSymbol = "primjit_rt_set_error";
+inline constexpr const char* kParallelForSymbol = "primjit_rt_parallel_for";
+inline constexpr const char* kLaunchSymbol = "primjit_rt_launch";
+
+/// The body of a parallel loop: runs iteration `i`; returns 0, or -1 after setting the error.
+using ParallelBody = int32_t (*)(int64_t i, void* closure);
+
+class KernelHandle {
+ public:
+  virtual ~KernelHandle() = default;
+  /// Runs (or enqueues) the kernel; returns 0, or -1 after recording the error with
+  /// set_last_error. Must not throw.
+  virtual int32_t launch(const int64_t* launch, void** args) noexcept = 0;
+};
+
+/// The name of the module global that holds kernel `kernel`'s handle.
+inline std::string kernel_handle_symbol(const std::string& kernel, const std::string& suffix) {
+  return "__primjit_kernel." + kernel + suffix;
+}
+
+/// Records the message of a failure on this thread (for runtime code that returns -1); the
+/// failing call's call_packed takes it. Defined by the runtime.
+void set_last_error(std::string message);
+
+}  // namespace primjit::jit
+
+extern "C" {
+/// Formats and records the message of a failed check on the calling thread.
+void primjit_rt_set_error(const char* format, const PJValue* values, int32_t num_values);
+/// Runs body(i, closure) for i in [begin, end) on oneTBB; returns 0, or -1 with the first
+/// error any iteration reported (the rest of the loop is cancelled).
+int32_t primjit_rt_parallel_for(int64_t begin, int64_t end, primjit::jit::ParallelBody body,
+                                void* closure);
+/// Runs KernelHandle `handle`'s launch.
+int32_t primjit_rt_launch(void* handle, const int64_t* launch, void** args);
+}

@@ -1,0 +1,256 @@
+// Host code generation of statements: control flow, stores, allocations, serial loops with
+// their metadata, and parallel loops and compute scopes outlined into functions.
+#include "jit/llvm/function_codegen.h"
+
+#include <llvm/IR/MDBuilder.h>
+
+#include "jit/common/host_abi.h"
+#include "passes/free_vars.h"
+#include "primjit/error.h"
+
+namespace primjit::jit {
+
+void FunctionCodegen::visit(const SeqStmt* op) {
+  for (const Stmt& s : op->seq) visit_stmt(s);
+}
+
+void FunctionCodegen::visit(const Evaluate* op) {
+  if (op->value.as<IntImm>() != nullptr) return;
+  visit_expr(op->value);
+}
+
+void FunctionCodegen::visit(const AllocBuffer* op) {
+  const Buffer& buf = op->buffer;
+  int64_t count = 1;
+  for (const Expr& dim : buf->shape) {
+    auto n = as_const_int(dim);
+    PRIMJIT_USER_CHECK(n.has_value())
+        << "host code generation: buffer '" << buf->name
+        << "' has a symbolic size; host allocations need constant shapes";
+    count *= *n;
+  }
+  PRIMJIT_USER_CHECK(count * buf->dtype.bytes() <= (1 << 20))
+      << "host code generation: buffer '" << buf->name << "' needs " << count * buf->dtype.bytes()
+      << " bytes; host stack allocations are limited to 1 MiB";
+  // Allocas go to the entry block so loops do not grow the stack.
+  llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+  llvm::AllocaInst* mem = entry.CreateAlloca(memory_type_of(buf->dtype.element_of()),
+                                             entry.getInt64(count * buf->dtype.lanes()), buf->name);
+  mem->setAlignment(llvm::Align(std::max(16, buf->data_alignment)));
+  bind(buf->data.get(), mem);
+}
+
+void FunctionCodegen::visit(const BufferStore* op) {
+  const Buffer& buf = op->buffer;
+  DataType t = op->value.dtype();
+  Value* v = to_memory(t, visit_expr(op->value));
+  Expr index = flat_index(buf, op->indices);
+  if (const auto* ramp = index.as<Ramp>(); ramp != nullptr && is_one(ramp->stride)) {
+    b_.CreateAlignedStore(v, element_ptr(buf, visit_expr(ramp->base)), element_align(buf->dtype));
+    return;
+  }
+  if (index.dtype().is_vector()) {
+    Value* idx = visit_expr(index);
+    Value* base = base_ptr(buf);
+    for (int i = 0; i < t.lanes(); ++i) {
+      Value* lane_ptr = element_ptr(buf, b_.CreateExtractElement(idx, b_.getInt32(i)), base);
+      b_.CreateAlignedStore(b_.CreateExtractElement(v, b_.getInt32(i)), lane_ptr,
+                            element_align(buf->dtype));
+    }
+    return;
+  }
+  b_.CreateAlignedStore(v, element_ptr(buf, visit_expr(index)), element_align(buf->dtype));
+}
+
+void FunctionCodegen::visit(const AssertStmt* op) {
+  Value* ok = visit_expr(op->condition);
+  llvm::BasicBlock* fail = llvm::BasicBlock::Create(m_.ctx, "assert_fail", fn_);
+  llvm::BasicBlock* cont = llvm::BasicBlock::Create(m_.ctx, "assert_ok", fn_);
+  llvm::MDBuilder md(m_.ctx);
+  b_.CreateCondBr(ok, cont, fail, md.createBranchWeights(1 << 20, 1));
+  b_.SetInsertPoint(fail);
+  raise(op->message);
+  b_.SetInsertPoint(cont);
+}
+
+void FunctionCodegen::visit(const IfThenElse* op) {
+  Value* c = visit_expr(op->condition);
+  llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(m_.ctx, "then", fn_);
+  llvm::BasicBlock* else_bb =
+      op->else_case.defined() ? llvm::BasicBlock::Create(m_.ctx, "else", fn_) : nullptr;
+  llvm::BasicBlock* end = llvm::BasicBlock::Create(m_.ctx, "endif", fn_);
+  b_.CreateCondBr(c, then_bb, else_bb != nullptr ? else_bb : end);
+  b_.SetInsertPoint(then_bb);
+  visit_stmt(op->then_case);
+  branch_to(end);
+  if (else_bb != nullptr) {
+    b_.SetInsertPoint(else_bb);
+    visit_stmt(op->else_case);
+    branch_to(end);
+  }
+  b_.SetInsertPoint(end);
+}
+
+void FunctionCodegen::visit(const While* op) {
+  llvm::BasicBlock* head = llvm::BasicBlock::Create(m_.ctx, "while_head", fn_);
+  llvm::BasicBlock* body = llvm::BasicBlock::Create(m_.ctx, "while_body", fn_);
+  llvm::BasicBlock* end = llvm::BasicBlock::Create(m_.ctx, "while_end", fn_);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  b_.CreateCondBr(visit_expr(op->condition), body, end);
+  b_.SetInsertPoint(body);
+  visit_stmt(op->body);
+  branch_to(head);
+  b_.SetInsertPoint(end);
+}
+
+void FunctionCodegen::visit(const For* op) {
+  PRIMJIT_USER_CHECK(op->for_kind != ForKind::kThreadBinding)
+      << "host code generation: thread-bound loop over '" << op->loop_var->name
+      << "' in host code; run SplitHostDevice so device code leaves the host function";
+  if (op->for_kind == ForKind::kParallel && !in_parallel_) {
+    parallel_for(op);
+    return;
+  }
+  ForKind kind = op->for_kind;
+  if (kind == ForKind::kUnrolled &&
+      !passes::unroll_within_limit(*op, m_.options.max_unroll, "host code generation")) {
+    kind = ForKind::kSerial;  // LLVM's full unroll of a long loop takes minutes
+  }
+  serial_for(op->loop_var, visit_expr(op->min), visit_expr(op->extent), op->body, kind);
+}
+
+void FunctionCodegen::visit(const AttrStmt* op) {
+  PRIMJIT_USER_CHECK(op->key != attr::kThreadExtent && op->key != attr::kVirtualThread)
+      << "host code generation: a thread launch in host code; run SplitHostDevice first";
+  if (op->key == attr::kComputeScope) {
+    outline_compute_scope(op);
+    return;
+  }
+  visit_stmt(op->body);
+}
+
+void FunctionCodegen::serial_for(const Var& loop_var, Value* min, Value* extent, const Stmt& body,
+                                 ForKind kind) {
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  llvm::BasicBlock* head = llvm::BasicBlock::Create(m_.ctx, "for_head", fn_);
+  llvm::BasicBlock* body_bb = llvm::BasicBlock::Create(m_.ctx, "for_body", fn_);
+  llvm::BasicBlock* end = llvm::BasicBlock::Create(m_.ctx, "for_end", fn_);
+  Value* stop = b_.CreateAdd(min, extent);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  llvm::PHINode* i = b_.CreatePHI(min->getType(), 2, loop_var->name);
+  i->addIncoming(min, pre);
+  b_.CreateCondBr(loop_var.dtype().is_int() ? b_.CreateICmpSLT(i, stop) : b_.CreateICmpULT(i, stop),
+                  body_bb, end);
+  b_.SetInsertPoint(body_bb);
+  bind(loop_var.get(), i);
+  visit_stmt(body);
+  if (b_.GetInsertBlock()->getTerminator() == nullptr) {
+    Value* next = b_.CreateAdd(i, llvm::ConstantInt::get(i->getType(), 1), "", true, true);
+    i->addIncoming(next, b_.GetInsertBlock());
+    llvm::BranchInst* latch = b_.CreateBr(head);
+    latch->setMetadata(llvm::LLVMContext::MD_loop, loop_metadata(kind));
+  }
+  b_.SetInsertPoint(end);
+}
+
+llvm::MDNode* FunctionCodegen::loop_metadata(ForKind kind) {
+  std::vector<llvm::Metadata*> ops = {nullptr};
+  auto flag = [&](const char* name) {
+    ops.push_back(llvm::MDNode::get(
+        m_.ctx, {llvm::MDString::get(m_.ctx, name), llvm::ConstantAsMetadata::get(b_.getTrue())}));
+  };
+  if (kind == ForKind::kVectorized) flag("llvm.loop.vectorize.enable");
+  if (kind == ForKind::kUnrolled) {
+    ops.push_back(
+        llvm::MDNode::get(m_.ctx, {llvm::MDString::get(m_.ctx, "llvm.loop.unroll.full")}));
+  }
+  llvm::MDNode* node = llvm::MDNode::getDistinct(m_.ctx, ops);
+  node->replaceOperandWith(0, node);
+  return node;
+}
+
+std::vector<const VarNode*> FunctionCodegen::captured(const Stmt& body, const VarNode* skip) {
+  // Buffers used but declared outside bring their data pointer (and shape) along.
+  passes::FreeVarCollector buffers;
+  buffers.visit_stmt(body);
+  std::vector<Stmt> seq;
+  for (const Buffer& b : buffers.undeclared_buffers()) seq.push_back(DeclBuffer::make(b));
+  seq.push_back(body);
+  passes::FreeVarCollector free;
+  free.visit_stmt(SeqStmt::make(seq));
+  std::vector<const VarNode*> out;
+  for (const VarNode* v : free.free_vars()) {
+    if (v != skip) out.push_back(v);
+  }
+  return out;
+}
+
+void FunctionCodegen::outline_compute_scope(const AttrStmt* op) {
+  std::vector<const VarNode*> vars = captured(op->body, nullptr);
+  std::vector<llvm::Type*> types;
+  std::vector<Value*> args;
+  for (const VarNode* v : vars) {
+    args.push_back(visit(v));
+    types.push_back(args.back()->getType());
+  }
+  const auto* label = op->value.as<StringImm>();
+  std::string name =
+      (label != nullptr ? label->value : fn_->getName().str() + "_compute_") + m_.suffix;
+  llvm::Function* f = llvm::Function::Create(llvm::FunctionType::get(b_.getInt32Ty(), types, false),
+                                             llvm::Function::InternalLinkage, name, &m_.mod);
+  f->addFnAttr(llvm::Attribute::NoInline);
+  FunctionCodegen inner(m_, f, /*returns_error=*/true, in_parallel_);
+  for (size_t i = 0; i < vars.size(); ++i) {
+    llvm::Argument* arg = f->getArg(static_cast<unsigned>(i));
+    arg->setName(vars[i]->name);
+    if (vars[i]->is_pointer()) arg->addAttr(llvm::Attribute::NoAlias);
+    inner.bind(vars[i], arg);
+  }
+  inner.emit_body(op->body, inner.b_.getInt32(0));
+  Value* status = b_.CreateCall(f, args);
+  check_status(status);
+}
+
+void FunctionCodegen::parallel_for(const For* op) {
+  std::vector<const VarNode*> vars = captured(op->body, op->loop_var.get());
+  std::vector<llvm::Type*> field_types;
+  for (const VarNode* v : vars) field_types.push_back(visit(v)->getType());
+  llvm::StructType* closure_type = llvm::StructType::get(m_.ctx, field_types);
+  llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+  llvm::AllocaInst* closure = entry.CreateAlloca(closure_type);
+  for (size_t i = 0; i < vars.size(); ++i) {
+    b_.CreateStore(visit(vars[i]),
+                   b_.CreateStructGEP(closure_type, closure, static_cast<unsigned>(i)));
+  }
+  std::string name = fn_->getName().str() + "_parallel_" + std::to_string(m_.outlined++);
+  llvm::Function* f = llvm::Function::Create(
+      llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getPtrTy()}, false),
+      llvm::Function::InternalLinkage, name, &m_.mod);
+  FunctionCodegen inner(m_, f, /*returns_error=*/true, /*in_parallel=*/true);
+  llvm::Argument* index = f->getArg(0);
+  llvm::Argument* env = f->getArg(1);
+  index->setName("index");
+  env->setName("closure");
+  env->addAttr(llvm::Attribute::NoAlias);
+  for (size_t i = 0; i < vars.size(); ++i) {
+    Value* field = inner.b_.CreateLoad(
+        field_types[i], inner.b_.CreateStructGEP(closure_type, env, static_cast<unsigned>(i)),
+        vars[i]->name);
+    inner.bind(vars[i], field);
+  }
+  inner.bind(op->loop_var.get(),
+             inner.b_.CreateIntCast(index, inner.type_of(op->loop_var.dtype()), true));
+  inner.emit_body(op->body, inner.b_.getInt32(0));
+
+  Value* min = b_.CreateSExtOrTrunc(visit_expr(op->min), b_.getInt64Ty());
+  Value* extent = b_.CreateSExtOrTrunc(visit_expr(op->extent), b_.getInt64Ty());
+  llvm::FunctionCallee run =
+      m_.mod.getOrInsertFunction(kParallelForSymbol, b_.getInt32Ty(), b_.getInt64Ty(),
+                                 b_.getInt64Ty(), b_.getPtrTy(), b_.getPtrTy());
+  Value* status = b_.CreateCall(run, {min, b_.CreateAdd(min, extent), f, closure});
+  check_status(status);
+}
+
+}  // namespace primjit::jit

@@ -1,0 +1,92 @@
+#include "jit/runtime/call_arguments.h"
+
+#include <string>
+
+#include "primjit/error.h"
+
+namespace primjit::jit {
+
+void check_arguments(const Kernel::State& k, std::span<const Arg> args) {
+  auto where = [&](size_t i) {
+    return "argument #" + std::to_string(i) + " ('" + k.params[i].name + "') of '" + k.name + "'";
+  };
+  PRIMJIT_USER_CHECK(args.size() == k.params.size())
+      << "'" << k.name << "' takes " << k.params.size() << " arguments, got " << args.size();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const PJValue& v = args[i].value;
+    const ParamInfo& p = k.params[i];
+    if (!p.buffer.defined()) {
+      PRIMJIT_USER_CHECK(v.type_index != kPJDLTensorPtr)
+          << where(i) << ": expected a " << p.dtype << " scalar, got a tensor";
+      continue;
+    }
+    PRIMJIT_USER_CHECK(v.type_index == kPJDLTensorPtr)
+        << where(i) << ": expected a tensor (" << p.buffer->dtype << "), got a "
+        << type_index_name(v.type_index);
+    const auto* t = static_cast<const DLTensor*>(v.v_ptr);
+    PRIMJIT_USER_CHECK(t != nullptr) << where(i) << ": expected a tensor, got a null DLTensor*";
+    DataType got;
+    bool known = DataType::from_dlpack(t->dtype.code, t->dtype.bits, t->dtype.lanes, &got);
+    PRIMJIT_USER_CHECK(known && got == p.buffer->dtype)
+        << where(i) << ": expected dtype " << p.buffer->dtype << ", got " << dtype_name(t->dtype);
+    PRIMJIT_USER_CHECK(t->ndim == static_cast<int>(p.buffer->shape.size()))
+        << where(i) << ": expected " << p.buffer->shape.size() << " dimensions, got " << t->ndim
+        << " (" << describe(*t) << ")";
+    PRIMJIT_USER_CHECK(t->ndim == 0 || t->shape != nullptr)
+        << where(i) << ": the DLTensor has no shape array";
+    int expected_device = k.target->kind == "cuda" ? kDLCUDA : kDLCPU;
+    PRIMJIT_USER_CHECK(t->device.device_type == expected_device ||
+                       (expected_device == kDLCUDA && t->device.device_type == kDLCUDAManaged))
+        << where(i) << ": expected a tensor on " << (expected_device == kDLCUDA ? "cuda" : "cpu")
+        << " (target " << k.target.str() << "), got " << describe(*t);
+    PRIMJIT_USER_CHECK(expected_device != kDLCUDA || t->device.device_id == 0)
+        << where(i) << ": kernels run on CUDA device 0, got a tensor on device "
+        << t->device.device_id << " (more than one GPU is not supported yet; copy it to device 0)";
+    PRIMJIT_USER_CHECK(t->data != nullptr || num_elements(*t) == 0)
+        << where(i) << ": the tensor's data pointer is null";
+    for (int d = 0; d < t->ndim; ++d) {
+      PRIMJIT_USER_CHECK(t->shape[d] >= 0)
+          << where(i) << ": dimension " << d << " is negative (" << t->shape[d] << ")";
+      const Expr& dim = p.buffer->shape[static_cast<size_t>(d)];
+      PRIMJIT_USER_CHECK(t->shape[d] <= p.dims[static_cast<size_t>(d)].max)
+          << where(i) << ": shape[" << d << "] = " << t->shape[d] << " does not fit in "
+          << dim.dtype() << ", the dtype of " << p.name << ".shape[" << d << "]"
+          << (dim.as<VarNode>() ? " ('" + dim.as<VarNode>()->name + "')" : std::string())
+          << "; declare the shape as " << DataType::Int(64)
+          << " (e.g. n = T.int64()) for dimensions of 2^31 or more";
+    }
+  }
+  // Shapes against constants and against each other (a variable's first appearance binds it).
+  int64_t values[kMaxCheckedVars];
+  int first[kMaxCheckedVars][2];  // parameter, dimension that bound the variable
+  bool bound[kMaxCheckedVars] = {};
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ParamInfo& p = k.params[i];
+    if (!p.buffer.defined()) continue;
+    const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
+    for (size_t d = 0; d < p.dims.size(); ++d) {
+      const DimRule& rule = p.dims[d];
+      int64_t got = t->shape[d];
+      if (rule.kind == DimRule::kConstant) {
+        PRIMJIT_USER_CHECK(got == rule.value)
+            << where(i) << ": expected shape[" << d << "] = " << rule.value << ", got " << got
+            << " (" << describe(*t) << ")";
+      } else if (rule.kind == DimRule::kVariable) {
+        int v = rule.variable;
+        if (!bound[v]) {
+          bound[v] = true;
+          values[v] = got;
+          first[v][0] = static_cast<int>(i);
+          first[v][1] = static_cast<int>(d);
+          continue;
+        }
+        PRIMJIT_USER_CHECK(got == values[v])
+            << where(i) << ": expected shape[" << d << "] to match " << k.params[first[v][0]].name
+            << ".shape[" << first[v][1] << "] = " << values[v] << " (both are "
+            << p.buffer->shape[d].as<VarNode>()->name << "), got " << got;
+      }
+    }
+  }
+}
+
+}  // namespace primjit::jit

@@ -1,0 +1,47 @@
+// Compile orchestration: making one variant of a kernel from the persistent tiers or by
+// specializing, lowering and compiling it (device code and host code at the same time).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "jit/cuda/device_code.h"
+#include "jit/runtime/cache_key.h"
+#include "jit/runtime/variant_cache.h"
+#include "primjit/jit.h"
+#include "primjit/passes.h"
+
+namespace primjit::jit {
+
+using Clock = std::chrono::steady_clock;
+
+/// Milliseconds since `start`, for StageTimes.
+inline double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+/// Where a variant came from.
+enum class Source { kCompiled, kDisk, kRemote };
+
+/// Makes one variant: from the disk cache, else the remote one, else by lowering and compiling
+/// it (and storing it on disk and, when this machine may write, remotely). `*source` says which.
+/// Specializes on the call's shapes unless `dynamic`, leaving the `symbolic` dimensions.
+std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> args,
+                                         std::vector<int64_t> key, bool dynamic,
+                                         const DimSet& symbolic, Source* source);
+
+/// The module a variant compiles: the kernel's function specialized to the call's shapes
+/// (unless `dynamic`; the `symbolic` dimensions stay symbolic), through the default pipeline
+/// with the kernel's options.
+IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool dynamic,
+                       const DimSet& symbolic, const passes::RunOptions& run);
+
+/// Gives the host code of a variant the handles of the kernels it launches.
+void bind_kernels(Variant& v);
+
+/// The device options of the kernel's variants.
+DeviceOptions device_options(const Kernel::State& k);
+
+}  // namespace primjit::jit

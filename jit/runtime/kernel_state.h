@@ -1,0 +1,89 @@
+// The state behind the public Jit and Kernel handles, shared by the runtime's parts: the key
+// (cache_key.h), the policy (specialization_policy.h), the caches (variant_cache.h), compile
+// orchestration (compile_variant.h) and the API glue (jit.cc).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "jit/llvm/orc_engine.h"
+#include "jit/runtime/argument_memory.h"
+#include "jit/runtime/cache_key.h"
+#include "jit/runtime/disk_cache.h"
+#include "jit/runtime/remote_cache.h"
+#include "jit/runtime/variant_cache.h"
+#include "primjit/jit.h"
+
+namespace primjit {
+
+struct Jit::State {
+  JitOptions options;
+  jit::OrcEngine engine;
+  std::unique_ptr<jit::DiskCache> disk;      // null when disabled
+  std::unique_ptr<jit::RemoteCache> remote;  // null when not configured
+  std::string host_key;  // what host code depends on besides the function: versions, CPU
+  // Counters of kernels that are gone, for the disk cache's record of this process.
+  std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, remote_hits{0}, compiles{0};
+  jit::VariantCache cache;
+
+  explicit State(JitOptions o);
+  ~State();
+};
+
+struct Kernel::State {
+  std::shared_ptr<Jit::State> jit;
+  PrimFunc func;      // with the target applied
+  PrimFunc original;  // as given
+  IRModule module;    // the function and its private callees
+  std::string name;
+  KernelOptions options;
+  Target target;
+  uint64_t fingerprint = 0;
+  std::vector<jit::ParamInfo> params;
+  jit::MemoryRule memory;  // alignment and overlap rules of the arguments
+
+  // What a cached call checks, as plain integers (see fast_key).
+  struct FastParam {
+    bool tensor = false;
+    uint32_t dtype = 0;  // the DLDataType's bytes
+    int32_t ndim = 0;
+    int32_t device = 0;
+    uintptr_t align_mask = 0;  // data + byte_offset must have these bits clear
+    uint32_t element_bytes = 0;
+  };
+  std::vector<FastParam> fast;
+  bool fast_ok = false;                    // keys fit inline, at most 64 dimensions
+  std::atomic<uint64_t> symbolic_mask{0};  // kAuto: symbolic dimensions, in key order
+  std::atomic<uint64_t> slow_calls{0};
+
+  jit::RecentVariants recent;
+
+  std::atomic<uint64_t> hits{0}, misses{0}, disk_hits{0}, remote_hits{0}, evictions{0},
+      failed{0};  // + recent.fast_hits()
+  std::atomic<uint64_t> dump_count{0};
+  std::mutex mutex;  // guards the fields below
+  StageTimes times;
+  jit::KeyHistory history;
+  // kAuto: distinct values seen per (parameter, dimension), and the dimensions made symbolic.
+  std::map<std::pair<size_t, size_t>, std::set<int64_t>> seen;
+  jit::DimSet symbolic;
+  std::atomic<bool> fell_back{false};  // the recompile limit switched to the dynamic variant
+
+  // The persistent key of the kernel's variants up to the argument key (made on first use).
+  std::once_flag disk_once;
+  std::string disk_prefix;  // empty: no disk cache for this kernel
+
+  ~State() {
+    jit->memory_hits += hits + recent.fast_hits();
+    jit->disk_hits += disk_hits;
+    jit->remote_hits += remote_hits;
+    jit->compiles += misses;
+  }
+};
+
+}  // namespace primjit
