@@ -1,6 +1,6 @@
 // primjit-opt: parse IR text, run passes, print the result.
 //
-//   primjit-opt FILE [--passes=P1,P2{key=value;...}] [--pipeline=default|default-no-cse]
+//   primjit-opt FILE [--passes=P1,P2{key=value,...}] [--pipeline=default|default-no-cse]
 //   [--target=cuda|llvm|emu]
 //               [--verify-each] [--print-after-all] [--check-expected] [--emit=tir|llvm|cuda|ptx]
 //               [--list-passes] [--no-verify-input]
@@ -290,6 +290,9 @@ int main_impl(int argc, char** argv) {
   if (options.list_passes) {
     for (const pj::passes::Pass& pass : pj::passes::registered_passes()) {
       std::cout << pass.name << "  " << pass.summary << "\n";
+      for (const pj::passes::PassOption& option : pass.options) {
+        std::cout << "    " << pj::passes::describe_option(option) << "\n";
+      }
     }
     return 0;
   }
