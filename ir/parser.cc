@@ -26,8 +26,8 @@
 #include <utility>
 #include <vector>
 
+#include "ir/scope_stack.h"
 #include "ir/text_internal.h"
-#include "primjit/ir/scope_stack.h"
 #include "primjit/ir/text.h"
 
 namespace primjit {

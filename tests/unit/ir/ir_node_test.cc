@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/scope_stack.h"
 #include "primjit/ir.h"
 #include "tests/unit/test_util.h"
 
