@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "ir/node_key.h"
 #include "primjit/abi.h"
 #include "primjit/error.h"
 #include "primjit/ir/stmt.h"
@@ -51,7 +52,7 @@ Expr make_arith(const char* name, Expr a, Expr b) {
   check_same_dtype(name, a, b);
   check_numeric(name, a.dtype());
   DataType t = a.dtype();
-  return Expr(new Node(t, std::move(a), std::move(b)));
+  return Expr(new Node(node_key(), t, std::move(a), std::move(b)));
 }
 
 template <typename Node>
@@ -59,7 +60,7 @@ Expr make_compare(const char* name, Expr a, Expr b) {
   check_same_dtype(name, a, b);
   PRIMJIT_USER_CHECK(!a.dtype().is_void()) << name << ": operands have no value (void)";
   DataType t = DataType::Bool(a.dtype().lanes());
-  return Expr(new Node(t, std::move(a), std::move(b)));
+  return Expr(new Node(node_key(), t, std::move(a), std::move(b)));
 }
 
 template <typename Node>
@@ -67,7 +68,7 @@ Expr make_logical(const char* name, Expr a, Expr b) {
   check_same_dtype(name, a, b);
   PRIMJIT_USER_CHECK(a.dtype().is_bool()) << name << ": needs bool operands, got " << a.dtype();
   DataType t = a.dtype();
-  return Expr(new Node(t, std::move(a), std::move(b)));
+  return Expr(new Node(node_key(), t, std::move(a), std::move(b)));
 }
 
 // The builtin op table (ops.def), in table order, and by name.
@@ -79,9 +80,10 @@ struct OpTable {
 const OpTable& op_table() {
   static const OpTable table = [] {
     OpTable t;
-#define PRIMJIT_OP(name, num_args, effect, type_rule, kind, max_ulp, libm)                  \
-  t.ops.emplace_back(new OpNode(#name, num_args, CallEffect::effect, OpTypeRule::type_rule, \
-                                OpKind::kind, max_ulp, libm, static_cast<int>(t.ops.size())));
+#define PRIMJIT_OP(name, num_args, effect, type_rule, kind, max_ulp, libm)          \
+  t.ops.emplace_back(new OpNode(node_key(), #name, num_args, CallEffect::effect,    \
+                                OpTypeRule::type_rule, OpKind::kind, max_ulp, libm, \
+                                static_cast<int>(t.ops.size())));
 #include "primjit/ir/ops.def"
 #undef PRIMJIT_OP
     for (const Op& op : t.ops) {
@@ -128,18 +130,24 @@ Var Var::make(std::string name, DataType dtype, bool is_size_var) {
   PRIMJIT_USER_CHECK(!dtype.is_void()) << "variable '" << name << "' cannot have dtype void";
   PRIMJIT_USER_CHECK(!is_size_var || (dtype.is_integer() && dtype.is_scalar()))
       << "size variable '" << name << "' must be a scalar integer, got " << dtype;
-  return Var(new VarNode(std::move(name), dtype, DataType::Void(), "", is_size_var));
+  return Var(new VarNode(node_key(), std::move(name), dtype, DataType::Void(), "", is_size_var));
 }
 
 Var Var::make_pointer(std::string name, DataType element, std::string storage_scope) {
   PRIMJIT_USER_CHECK(!storage_scope.empty())
       << "pointer variable '" << name << "' needs a storage scope (e.g. \"global\")";
-  return Var(
-      new VarNode(std::move(name), DataType::Handle(), element, std::move(storage_scope), false));
+  return Var(new VarNode(node_key(), std::move(name), DataType::Handle(), element,
+                         std::move(storage_scope), false));
 }
 
 Var Var::make_handle(std::string name) {
-  return Var(new VarNode(std::move(name), DataType::Handle(), DataType::Void(), "", false));
+  return Var(
+      new VarNode(node_key(), std::move(name), DataType::Handle(), DataType::Void(), "", false));
+}
+
+Var Var::make_like(const VarNode& var) {
+  return Var(new VarNode(node_key(), var.name, var.dtype, var.pointee, var.storage_scope,
+                         var.is_size_var));
 }
 
 Buffer Buffer::make(Var data, DataType dtype, std::vector<Expr> shape, std::vector<Expr> strides,
@@ -170,9 +178,9 @@ Buffer Buffer::make(Var data, DataType dtype, std::vector<Expr> shape, std::vect
   if (data_alignment <= 0) data_alignment = 64;
   PRIMJIT_USER_CHECK((data_alignment & (data_alignment - 1)) == 0)
       << "buffer '" << name << "': data_alignment must be a power of two, got " << data_alignment;
-  return Buffer(new BufferNode(std::move(data), dtype, std::move(shape), std::move(strides),
-                               std::move(elem_offset), std::move(name), data_alignment,
-                               offset_factor));
+  return Buffer(new BufferNode(node_key(), std::move(data), dtype, std::move(shape),
+                               std::move(strides), std::move(elem_offset), std::move(name),
+                               data_alignment, offset_factor));
 }
 
 Buffer Buffer::make(std::string name, DataType dtype, std::vector<Expr> shape,
@@ -202,7 +210,7 @@ std::vector<std::string> registered_op_names() {
 
 GlobalVar GlobalVar::make(std::string name) {
   PRIMJIT_USER_CHECK(!name.empty()) << "a function name cannot be empty";
-  return GlobalVar(new GlobalVarNode(std::move(name)));
+  return GlobalVar(new GlobalVarNode(node_key(), std::move(name)));
 }
 
 // --- nodes ------------------------------------------------------------------------------------
@@ -211,16 +219,18 @@ Expr IntImm::make(DataType dtype, int64_t value) {
   PRIMJIT_USER_CHECK(dtype.is_int_or_bool() && dtype.is_scalar())
       << "integer literal " << value << " needs a scalar int, uint or bool dtype, got " << dtype;
   PRIMJIT_USER_CHECK(fits(dtype, value)) << "literal " << value << " does not fit in " << dtype;
-  return Expr(new IntImm(dtype, value));
+  return Expr(new IntImm(node_key(), dtype, value));
 }
 
 Expr FloatImm::make(DataType dtype, double value) {
   PRIMJIT_USER_CHECK(dtype.is_floating() && dtype.is_scalar())
       << "floating literal " << value << " needs a scalar floating dtype, got " << dtype;
-  return Expr(new FloatImm(dtype, value));
+  return Expr(new FloatImm(node_key(), dtype, value));
 }
 
-Expr StringImm::make(std::string value) { return Expr(new StringImm(std::move(value))); }
+Expr StringImm::make(std::string value) {
+  return Expr(new StringImm(node_key(), std::move(value)));
+}
 
 Expr Add::make(Expr a, Expr b) { return make_arith<Add>("Add", std::move(a), std::move(b)); }
 Expr Sub::make(Expr a, Expr b) { return make_arith<Sub>("Sub", std::move(a), std::move(b)); }
@@ -248,7 +258,7 @@ Expr Not::make(Expr a) {
   check_defined(a, "Not", "a");
   PRIMJIT_USER_CHECK(a.dtype().is_bool()) << "Not: needs a bool operand, got " << a.dtype();
   DataType t = a.dtype();
-  return Expr(new Not(t, std::move(a)));
+  return Expr(new Not(node_key(), t, std::move(a)));
 }
 
 Expr Select::make(Expr condition, Expr true_value, Expr false_value) {
@@ -260,7 +270,8 @@ Expr Select::make(Expr condition, Expr true_value, Expr false_value) {
       << "Select: condition must be bool with 1 or " << true_value.dtype().lanes() << " lanes, got "
       << condition.dtype();
   DataType t = true_value.dtype();
-  return Expr(new Select(t, std::move(condition), std::move(true_value), std::move(false_value)));
+  return Expr(new Select(node_key(), t, std::move(condition), std::move(true_value),
+                         std::move(false_value)));
 }
 
 Expr Cast::make(DataType dtype, Expr value) {
@@ -269,7 +280,7 @@ Expr Cast::make(DataType dtype, Expr value) {
       << "Cast: cannot change the lane count from " << value.dtype() << " to " << dtype;
   PRIMJIT_USER_CHECK(!dtype.is_void() && !value.dtype().is_void())
       << "Cast: void has no value to convert";
-  return Expr(new Cast(dtype, std::move(value)));
+  return Expr(new Cast(node_key(), dtype, std::move(value)));
 }
 
 Expr Let::make(Var var, Expr value, Expr body) {
@@ -280,7 +291,7 @@ Expr Let::make(Var var, Expr value, Expr body) {
       << "Let: variable '" << var->name << "' has dtype " << var.dtype() << " but the value has "
       << value.dtype();
   DataType t = body.dtype();
-  return Expr(new Let(t, std::move(var), std::move(value), std::move(body)));
+  return Expr(new Let(node_key(), t, std::move(var), std::move(value), std::move(body)));
 }
 
 namespace {
@@ -312,7 +323,7 @@ Expr BufferLoad::make(Buffer buffer, std::vector<Expr> indices) {
   const int total = buffer->dtype.lanes() * lanes;
   if (total > kMaxLanes) check_lanes(total, ("BufferLoad of '" + buffer->name + "'").c_str());
   DataType t = buffer->dtype.with_lanes(total);
-  return Expr(new BufferLoad(t, std::move(buffer), std::move(indices)));
+  return Expr(new BufferLoad(node_key(), t, std::move(buffer), std::move(indices)));
 }
 
 Expr Ramp::make(Expr base, Expr stride, int lanes) {
@@ -322,7 +333,7 @@ Expr Ramp::make(Expr base, Expr stride, int lanes) {
   PRIMJIT_USER_CHECK(lanes >= 2) << "Ramp: needs at least 2 lanes, got " << lanes;
   check_lanes(lanes, "Ramp");
   DataType t = base.dtype().with_lanes(lanes);
-  return Expr(new Ramp(t, std::move(base), std::move(stride), lanes));
+  return Expr(new Ramp(node_key(), t, std::move(base), std::move(stride), lanes));
 }
 
 Expr Broadcast::make(Expr value, int lanes) {
@@ -332,7 +343,7 @@ Expr Broadcast::make(Expr value, int lanes) {
   PRIMJIT_USER_CHECK(lanes >= 2) << "Broadcast: needs at least 2 lanes, got " << lanes;
   check_lanes(lanes, "Broadcast");
   DataType t = value.dtype().with_lanes(lanes);
-  return Expr(new Broadcast(t, std::move(value), lanes));
+  return Expr(new Broadcast(node_key(), t, std::move(value), lanes));
 }
 
 Expr Call::make(DataType dtype, Op op, std::vector<Expr> args) {
@@ -344,7 +355,7 @@ Expr Call::make(DataType dtype, Op op, std::vector<Expr> args) {
     PRIMJIT_USER_CHECK(arg.defined()) << "T." << op->name << ": undefined argument";
   }
   if (op->op_kind == OpKind::kMessage) check_format(dtype, args);
-  return Expr(new Call(dtype, std::move(op), GlobalVar(), std::move(args)));
+  return Expr(new Call(node_key(), dtype, std::move(op), GlobalVar(), std::move(args)));
 }
 
 Expr Call::make(DataType dtype, GlobalVar callee, std::vector<Expr> args) {
@@ -352,7 +363,7 @@ Expr Call::make(DataType dtype, GlobalVar callee, std::vector<Expr> args) {
   for (const Expr& arg : args) {
     PRIMJIT_USER_CHECK(arg.defined()) << "call of " << callee->name << ": undefined argument";
   }
-  return Expr(new Call(dtype, Op(), std::move(callee), std::move(args)));
+  return Expr(new Call(node_key(), dtype, Op(), std::move(callee), std::move(args)));
 }
 
 bool Call::is_op(const char* name) const { return op.defined() && op->name == name; }

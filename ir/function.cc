@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "ir/node_key.h"
 #include "primjit/error.h"
 
 namespace primjit {
@@ -32,8 +33,8 @@ PrimFunc PrimFunc::make(std::vector<Var> params, std::vector<std::pair<Var, Buff
         << "buffer_map must follow parameter order (at '" << param->name << "')";
     last = position + 1;
   }
-  return PrimFunc(new PrimFuncNode(std::move(params), std::move(buffer_map), std::move(body),
-                                   ret_type, std::move(attrs)));
+  return PrimFunc(new PrimFuncNode(node_key(), std::move(params), std::move(buffer_map),
+                                   std::move(body), ret_type, std::move(attrs)));
 }
 
 PrimFunc PrimFunc::with_body(Stmt body) const {
@@ -91,7 +92,7 @@ IRModule IRModule::make(std::vector<std::pair<GlobalVar, PrimFunc>> functions) {
     PRIMJIT_USER_CHECK(functions[i - 1].first->name != functions[i].first->name)
         << "the module defines function '" << functions[i].first->name << "' twice";
   }
-  return IRModule(new IRModuleNode(std::move(functions)));
+  return IRModule(new IRModuleNode(node_key(), std::move(functions)));
 }
 
 IRModule IRModule::from_function(const std::string& name, PrimFunc func) {

@@ -1,5 +1,6 @@
 #include "primjit/ir/stmt.h"
 
+#include "ir/node_key.h"
 #include "primjit/error.h"
 
 namespace primjit {
@@ -29,7 +30,7 @@ IterVar IterVar::make(Var var, std::string thread_tag) {
   PRIMJIT_USER_CHECK(thread_tag.empty() || is_thread_tag(thread_tag))
       << "unknown thread tag \"" << thread_tag
       << "\"; use blockIdx.x/y/z, threadIdx.x/y/z or vthread";
-  return IterVar(new IterVarNode(std::move(var), std::move(thread_tag)));
+  return IterVar(new IterVarNode(node_key(), std::move(var), std::move(thread_tag)));
 }
 
 Stmt Bind::make(Var var, Expr value) {
@@ -38,7 +39,7 @@ Stmt Bind::make(Var var, Expr value) {
   PRIMJIT_USER_CHECK(var.dtype() == value.dtype())
       << "Bind: variable '" << var->name << "' has dtype " << var.dtype()
       << " but the value has dtype " << value.dtype();
-  return Stmt(new Bind(std::move(var), std::move(value)));
+  return Stmt(new Bind(node_key(), std::move(var), std::move(value)));
 }
 
 Stmt AttrStmt::make(Ref<Object> node, std::string key, Expr value, Stmt body) {
@@ -51,7 +52,8 @@ Stmt AttrStmt::make(Ref<Object> node, std::string key, Expr value, Stmt body) {
     PRIMJIT_USER_CHECK(value.dtype().is_integer() && value.dtype().is_scalar())
         << "thread extent must be a scalar integer, got " << value.dtype();
   }
-  return Stmt(new AttrStmt(std::move(node), std::move(key), std::move(value), std::move(body)));
+  return Stmt(
+      new AttrStmt(node_key(), std::move(node), std::move(key), std::move(value), std::move(body)));
 }
 
 Stmt AssertStmt::make(Expr condition, Expr message) {
@@ -60,7 +62,7 @@ Stmt AssertStmt::make(Expr condition, Expr message) {
   PRIMJIT_USER_CHECK(message.as<StringImm>() != nullptr ||
                      (call != nullptr && call->is_op("format")))
       << "assert: the message must be a string or T.format(...)";
-  return Stmt(new AssertStmt(std::move(condition), std::move(message)));
+  return Stmt(new AssertStmt(node_key(), std::move(condition), std::move(message)));
 }
 
 Stmt BufferStore::make(Buffer buffer, Expr value, std::vector<Expr> indices) {
@@ -70,12 +72,12 @@ Stmt BufferStore::make(Buffer buffer, Expr value, std::vector<Expr> indices) {
       << "store to '" << buffer->name << "': value has dtype " << value.dtype()
       << " but the buffer element" << (load.dtype().lanes() > 1 ? "s" : "") << " accessed "
       << (load.dtype().lanes() > 1 ? "are " : "is ") << load.dtype() << " (insert a Cast)";
-  return Stmt(new BufferStore(std::move(buffer), std::move(value), std::move(indices)));
+  return Stmt(new BufferStore(node_key(), std::move(buffer), std::move(value), std::move(indices)));
 }
 
 Stmt AllocBuffer::make(Buffer buffer, Annotations annotations) {
   PRIMJIT_USER_CHECK(buffer.defined()) << "AllocBuffer: buffer is undefined";
-  return Stmt(new AllocBuffer(std::move(buffer), std::move(annotations)));
+  return Stmt(new AllocBuffer(node_key(), std::move(buffer), std::move(annotations)));
 }
 
 std::optional<int64_t> AllocBuffer::constant_allocation_size() const {
@@ -90,7 +92,7 @@ std::optional<int64_t> AllocBuffer::constant_allocation_size() const {
 
 Stmt DeclBuffer::make(Buffer buffer) {
   PRIMJIT_USER_CHECK(buffer.defined()) << "DeclBuffer: buffer is undefined";
-  return Stmt(new DeclBuffer(std::move(buffer)));
+  return Stmt(new DeclBuffer(node_key(), std::move(buffer)));
 }
 
 Stmt SeqStmt::make(std::vector<Stmt> seq) {
@@ -106,7 +108,7 @@ Stmt SeqStmt::make(std::vector<Stmt> seq) {
   }
   if (flat.empty()) return Evaluate::make(make_const(0));
   if (flat.size() == 1) return flat.front();
-  return Stmt(new SeqStmt(std::move(flat)));
+  return Stmt(new SeqStmt(node_key(), std::move(flat)));
 }
 
 const char* for_kind_name(ForKind kind) {
@@ -142,25 +144,26 @@ Stmt For::make(Var loop_var, Expr min, Expr extent, ForKind kind, Stmt body, std
       << "only allowed there";
   PRIMJIT_USER_CHECK(thread_tag.empty() || is_thread_tag(thread_tag))
       << "loop over '" << name << "': unknown thread tag \"" << thread_tag << "\"";
-  return Stmt(new For(std::move(loop_var), std::move(min), std::move(extent), kind, std::move(body),
-                      std::move(thread_tag), std::move(annotations)));
+  return Stmt(new For(node_key(), std::move(loop_var), std::move(min), std::move(extent), kind,
+                      std::move(body), std::move(thread_tag), std::move(annotations)));
 }
 
 Stmt While::make(Expr condition, Stmt body) {
   check_condition(condition, "while");
   check_stmt(body, "While", "body");
-  return Stmt(new While(std::move(condition), std::move(body)));
+  return Stmt(new While(node_key(), std::move(condition), std::move(body)));
 }
 
 Stmt IfThenElse::make(Expr condition, Stmt then_case, Stmt else_case) {
   check_condition(condition, "if");
   check_stmt(then_case, "IfThenElse", "then branch");
-  return Stmt(new IfThenElse(std::move(condition), std::move(then_case), std::move(else_case)));
+  return Stmt(
+      new IfThenElse(node_key(), std::move(condition), std::move(then_case), std::move(else_case)));
 }
 
 Stmt Evaluate::make(Expr value) {
   PRIMJIT_USER_CHECK(value.defined()) << "Evaluate: value is undefined";
-  return Stmt(new Evaluate(std::move(value)));
+  return Stmt(new Evaluate(node_key(), std::move(value)));
 }
 
 }  // namespace primjit

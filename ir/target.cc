@@ -1,5 +1,6 @@
 #include "primjit/ir/target.h"
 
+#include "ir/node_key.h"
 #include "primjit/error.h"
 
 namespace primjit {
@@ -22,7 +23,8 @@ Target Target::make(std::string kind, std::string arch, Target host) {
     PRIMJIT_USER_CHECK(host->kind == "llvm")
         << "a target's host must be \"llvm\", got \"" << host->kind << "\"";
   }
-  return Target(Ref<TargetNode>(new TargetNode(std::move(kind), std::move(arch), std::move(host))));
+  return Target(Ref<TargetNode>(
+      new TargetNode(node_key(), std::move(kind), std::move(arch), std::move(host))));
 }
 
 Target Target::llvm() { return make("llvm"); }

@@ -6,9 +6,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/scope_stack.h"
 #include "primjit/error.h"
 #include "primjit/ir/functor.h"
-#include "primjit/ir/scope_stack.h"
 #include "primjit/ir/text.h"
 
 namespace primjit {

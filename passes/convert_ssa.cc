@@ -13,9 +13,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ir/scope_stack.h"
 #include "passes/fresh_definitions.h"
 #include "passes/pass_list.h"
-#include "primjit/ir/scope_stack.h"
 
 namespace primjit::passes {
 namespace {

@@ -73,10 +73,7 @@ class FreshCopier : public StmtExprMutator {
 
 }  // namespace
 
-Var fresh_copy(const VarNode* var) {
-  return Var(
-      new VarNode(var->name, var->dtype, var->pointee, var->storage_scope, var->is_size_var));
-}
+Var fresh_copy(const VarNode* var) { return Var::make_like(*var); }
 
 Stmt copy_with_fresh_definitions(const Stmt& stmt, const VarMap& pre) {
   return FreshCopier(pre).mutate_stmt(stmt);

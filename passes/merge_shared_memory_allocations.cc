@@ -52,6 +52,7 @@
 #include <unordered_set>
 
 #include "passes/pass_list.h"
+#include "passes/pass_options.h"
 #include "primjit/arith.h"
 #include "primjit/error.h"
 #include "primjit/ir/functor.h"
@@ -566,32 +567,28 @@ class Merger : public StmtExprMutator {
   const Stmt removed_ = Evaluate::make(make_const(0));
 };
 
+struct MergeOptions {
+  bool merge_static = false;
+};
+
 }  // namespace
 
 Pass make_merge_shared_memory_allocations_pass() {
-  return Pass{"MergeSharedMemoryAllocations",
-              "one merged shared.dyn buffer per kernel launch, reusing dead buffers' bytes; "
-              "MergeSharedMemoryAllocations{static=1} also merges static shared buffers",
-              [](const IRModule& module, const PassArgs& args) {
-                bool merge_static = false;
-                for (const auto& [key, value] : args) {
-                  PRIMJIT_USER_CHECK(key == "static")
-                      << "MergeSharedMemoryAllocations: unknown argument '" << key
-                      << "'; the only argument is static=0|1";
-                  PRIMJIT_USER_CHECK(value == "0" || value == "1")
-                      << "MergeSharedMemoryAllocations: the value of 'static' must be 0 or 1, got '"
-                      << value << "'";
-                  merge_static = value == "1";
-                }
-                IRModule out = module;
-                for (const auto& [gvar, func] : module->functions) {
-                  Stmt body = Merger("shared.dyn", "buf_dyn_shmem").mutate_stmt(func->body);
-                  if (merge_static) body = Merger("shared", "buf_shmem").mutate_stmt(body);
-                  if (!body.same_as(func->body))
-                    out = out.with_function(gvar->name, func.with_body(body));
-                }
-                return out;
-              }};
+  PassOptions<MergeOptions> options;
+  options.add_bool("static", &MergeOptions::merge_static,
+                   "also merge static shared buffers, into their own buf_shmem");
+  return typed_pass<MergeOptions>(
+      "MergeSharedMemoryAllocations",
+      "one merged shared.dyn buffer per kernel launch, reusing dead buffers' bytes",
+      std::move(options), [](const IRModule& module, const MergeOptions& options) {
+        IRModule out = module;
+        for (const auto& [gvar, func] : module->functions) {
+          Stmt body = Merger("shared.dyn", "buf_dyn_shmem").mutate_stmt(func->body);
+          if (options.merge_static) body = Merger("shared", "buf_shmem").mutate_stmt(body);
+          if (!body.same_as(func->body)) out = out.with_function(gvar->name, func.with_body(body));
+        }
+        return out;
+      });
 }
 
 }  // namespace primjit::passes

@@ -1,6 +1,7 @@
 // The pass registry and the pass manager. Passes are listed once, here; each pass lives in its
 // own file and exposes a `Pass make_<name>_pass()` factory (declared in passes/pass_list.h).
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -22,6 +23,8 @@ struct Invocation {
   PassArgs args;
 };
 
+// "Name" or "Name{k=v,k2=v2}" (';' separates options too). The values stay text here: the pass
+// converts them through parse_pass_options when it runs.
 Invocation parse_invocation(std::string_view text) {
   size_t brace = text.find('{');
   std::string_view name = text.substr(0, brace);
@@ -31,7 +34,7 @@ Invocation parse_invocation(std::string_view text) {
       << "pass arguments of '" << name << "' must end with '}': " << text;
   std::string_view body = text.substr(brace + 1, text.size() - brace - 2);
   while (!body.empty()) {
-    size_t end = body.find(';');
+    size_t end = body.find_first_of(",;");
     std::string_view item = body.substr(0, end);
     size_t eq = item.find('=');
     PRIMJIT_USER_CHECK(eq != std::string_view::npos && eq > 0)
@@ -41,6 +44,34 @@ Invocation parse_invocation(std::string_view text) {
     body = body.substr(end + 1);
   }
   return invocation;
+}
+
+const char* type_name(PassOption::Type type) {
+  switch (type) {
+    case PassOption::Type::kInt:
+      return "int";
+    case PassOption::Type::kBool:
+      return "bool";
+    case PassOption::Type::kString:
+      return "string";
+  }
+  return "?";
+}
+
+// "int", "int >= 0", "bool", "string".
+std::string type_text(const PassOption& option) {
+  std::string text = type_name(option.type);
+  if (option.type == PassOption::Type::kInt && option.min != INT64_MIN) {
+    text += " >= " + std::to_string(option.min);
+  }
+  return text;
+}
+
+std::string accepted_options(const std::vector<PassOption>& options) {
+  if (options.empty()) return "it takes no options";
+  std::string text = "accepted options:";
+  for (const PassOption& option : options) text += "\n  " + describe_option(option);
+  return text;
 }
 
 void dump(const std::string& dir, int index, const std::string& label, const IRModule& module) {
@@ -58,9 +89,53 @@ void dump(const std::string& dir, int index, const std::string& label, const IRM
 
 }  // namespace
 
+std::string describe_option(const PassOption& option) {
+  std::string text = option.name + "=" + type_text(option);
+  if (!option.default_value.empty()) text += " (default " + option.default_value + ")";
+  return text + ": " + option.help;
+}
+
+std::vector<std::pair<std::string, PassOptionValue>> parse_pass_options(
+    std::string_view pass, const std::vector<PassOption>& options, const PassArgs& args) {
+  std::vector<std::pair<std::string, PassOptionValue>> parsed;
+  for (const auto& [key, text] : args) {
+    const PassOption* option = nullptr;
+    for (const PassOption& o : options) {
+      if (o.name == key) option = &o;
+      if (option == nullptr && o.name.starts_with('<')) option = &o;
+    }
+    PRIMJIT_USER_CHECK(option != nullptr)
+        << "pass " << pass << " has no option '" << key << "'; " << accepted_options(options);
+    auto ill_typed = [&]() -> std::string {
+      return "pass " + std::string(pass) + ": option '" + key + "' must be " +
+             (option->type == PassOption::Type::kInt ? "an " : "a ") + type_text(*option) +
+             ", got '" + text + "'; " + accepted_options(options);
+    };
+    switch (option->type) {
+      case PassOption::Type::kInt: {
+        int64_t value = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        PRIMJIT_USER_CHECK(ec == std::errc() && end == text.data() + text.size() &&
+                           value >= option->min)
+            << ill_typed();
+        parsed.emplace_back(key, value);
+        break;
+      }
+      case PassOption::Type::kBool:
+        PRIMJIT_USER_CHECK(text == "true" || text == "false" || text == "1" || text == "0")
+            << ill_typed();
+        parsed.emplace_back(key, text == "true" || text == "1");
+        break;
+      case PassOption::Type::kString:
+        parsed.emplace_back(key, text);
+        break;
+    }
+  }
+  return parsed;
+}
+
 void check_no_args(const std::string& pass, const PassArgs& args) {
-  PRIMJIT_USER_CHECK(args.empty())
-      << "pass " << pass << " takes no arguments, got '" << args.begin()->first << "'";
+  parse_pass_options(pass, {}, args);
 }
 
 Pass function_pass(std::string name, std::string summary,

@@ -11,15 +11,19 @@
 //       A = T.match_buffer(a, (n,))                    A[i] = T.float32(0)
 //       for i in range(n): A[i] = T.float32(0)
 #include <algorithm>
-#include <charconv>
 #include <set>
 
 #include "passes/pass_list.h"
+#include "passes/pass_options.h"
 #include "primjit/error.h"
 #include "primjit/ir/functor.h"
 
 namespace primjit::passes {
 namespace {
+
+struct SpecializeOptions {
+  std::map<std::string, int64_t> values;  // by variable name
+};
 
 // The variables a function lets a caller specialize, by name: scalar parameters and the
 // variables of its parameter buffers' shapes, strides and offsets, in signature order.
@@ -82,45 +86,41 @@ PrimFunc specialize(const PrimFunc& func, const std::unordered_map<const VarNode
 }
 
 Pass make_specialize_pass() {
-  return Pass{"Specialize",
-              "bind size variables / scalar parameters to constants: Specialize{n=128;m=4}",
-              [](const IRModule& module, const PassArgs& args) {
-                PRIMJIT_USER_CHECK(!args.empty())
-                    << "Specialize needs the values to bind, e.g. --passes=Specialize{n=128}";
-                std::set<std::string> used;
-                IRModule out = module;
-                for (const auto& [gvar, func] : module->functions) {
-                  std::unordered_map<const VarNode*, Expr> values;
-                  for (const Var& var : specializable_vars(func)) {
-                    auto it = args.find(var->name);
-                    if (it == args.end()) continue;
-                    int64_t value = 0;
-                    const std::string& text = it->second;
-                    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-                    PRIMJIT_USER_CHECK(ec == std::errc() && end == text.data() + text.size())
-                        << "Specialize: the value of '" << it->first
-                        << "' must be an integer, got '" << text << "'";
-                    for (const auto& [v, e] : values) {
-                      PRIMJIT_USER_CHECK(v->name != var->name)
-                          << "Specialize: function '" << gvar->name << "' has two variables named '"
-                          << var->name << "'; specialize it through the C++ API instead";
-                    }
-                    PRIMJIT_USER_CHECK(var.dtype().is_integer())
-                        << "Specialize: '" << var->name << "' is " << var.dtype()
-                        << "; only integer variables can be specialized from the command line";
-                    values.emplace(var.get(), IntImm::make(var.dtype(), value));
-                    used.insert(it->first);
-                  }
-                  if (!values.empty())
-                    out = out.with_function(gvar->name, specialize(func, values));
-                }
-                for (const auto& [name, value] : args) {
-                  PRIMJIT_USER_CHECK(used.count(name) > 0)
-                      << "Specialize: no function has a scalar parameter or shape variable named '"
-                      << name << "'";
-                }
-                return out;
-              }};
+  PassOptions<SpecializeOptions> options;
+  options.add_named_ints("<name>", &SpecializeOptions::values,
+                         "the value of the scalar parameter or shape variable <name>");
+  return typed_pass<SpecializeOptions>(
+      "Specialize", "bind size variables / scalar parameters to constants: Specialize{n=128,m=4}",
+      std::move(options), [](const IRModule& module, const SpecializeOptions& options) {
+        PRIMJIT_USER_CHECK(!options.values.empty())
+            << "Specialize needs the values to bind, e.g. --passes=Specialize{n=128}";
+        std::set<std::string> used;
+        IRModule out = module;
+        for (const auto& [gvar, func] : module->functions) {
+          std::unordered_map<const VarNode*, Expr> values;
+          for (const Var& var : specializable_vars(func)) {
+            auto it = options.values.find(var->name);
+            if (it == options.values.end()) continue;
+            for (const auto& [v, e] : values) {
+              PRIMJIT_USER_CHECK(v->name != var->name)
+                  << "Specialize: function '" << gvar->name << "' has two variables named '"
+                  << var->name << "'; specialize it through the C++ API instead";
+            }
+            PRIMJIT_USER_CHECK(var.dtype().is_integer())
+                << "Specialize: '" << var->name << "' is " << var.dtype()
+                << "; only integer variables can be specialized from the command line";
+            values.emplace(var.get(), IntImm::make(var.dtype(), it->second));
+            used.insert(it->first);
+          }
+          if (!values.empty()) out = out.with_function(gvar->name, specialize(func, values));
+        }
+        for (const auto& [name, value] : options.values) {
+          PRIMJIT_USER_CHECK(used.count(name) > 0)
+              << "Specialize: no function has a scalar parameter or shape variable named '" << name
+              << "'";
+        }
+        return out;
+      });
 }
 
 }  // namespace primjit::passes

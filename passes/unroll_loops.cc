@@ -10,10 +10,9 @@
 // Example:
 //   for i in T.unroll(2):          =>      A[0] = T.float32(0)
 //       A[i] = T.float32(0)                A[1] = T.float32(0)
-#include <charconv>
-
 #include "passes/fresh_definitions.h"
 #include "passes/pass_list.h"
+#include "passes/pass_options.h"
 #include "primjit/error.h"
 #include "primjit/log.h"
 
@@ -46,18 +45,9 @@ class Unroller : public StmtExprMutator {
   int64_t max_unroll_;
 };
 
-int64_t max_unroll_arg(const PassArgs& args) {
+struct UnrollLoopsOptions {
   int64_t max = kDefaultMaxUnroll;
-  for (const auto& [key, text] : args) {
-    PRIMJIT_USER_CHECK(key == "max")
-        << "UnrollLoops takes one argument, max (the most iterations to unroll), got '" << key
-        << "'";
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), max);
-    PRIMJIT_USER_CHECK(ec == std::errc() && end == text.data() + text.size() && max >= 0)
-        << "UnrollLoops{max=" << text << "}: max must be a number of iterations >= 0";
-  }
-  return max;
-}
+};
 
 }  // namespace
 
@@ -76,20 +66,21 @@ bool unroll_within_limit(const For& loop, int64_t max_unroll, const char* who) {
 }
 
 Pass make_unroll_loops_pass() {
-  return Pass{"UnrollLoops",
-              "expand T.unroll loops with constant bounds, at most max iterations: "
-              "UnrollLoops{max=4096}",
-              [](const IRModule& module, const PassArgs& args) {
-                const int64_t max_unroll = max_unroll_arg(args);
-                IRModule out = module;
-                for (const auto& [gvar, func] : module->functions) {
-                  Stmt body = Unroller(max_unroll).mutate_stmt(func->body);
-                  if (!body.same_as(func->body)) {
-                    out = out.with_function(gvar->name, func.with_body(body));
-                  }
-                }
-                return out;
-              }};
+  PassOptions<UnrollLoopsOptions> options;
+  options.add_int("max", &UnrollLoopsOptions::max,
+                  "the most iterations a T.unroll loop is unrolled for", 0);
+  return typed_pass<UnrollLoopsOptions>(
+      "UnrollLoops", "expand T.unroll loops with constant bounds, at most max iterations",
+      std::move(options), [](const IRModule& module, const UnrollLoopsOptions& options) {
+        IRModule out = module;
+        for (const auto& [gvar, func] : module->functions) {
+          Stmt body = Unroller(options.max).mutate_stmt(func->body);
+          if (!body.same_as(func->body)) {
+            out = out.with_function(gvar->name, func.with_body(body));
+          }
+        }
+        return out;
+      });
 }
 
 }  // namespace primjit::passes

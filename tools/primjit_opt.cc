@@ -1,6 +1,6 @@
 // primjit-opt: parse IR text, run passes, print the result.
 //
-//   primjit-opt FILE [--passes=P1,P2{key=value;...}] [--pipeline=default|default-no-cse]
+//   primjit-opt FILE [--passes=P1,P2{key=value,...}] [--pipeline=default|default-no-cse]
 //   [--target=cuda|llvm|emu]
 //               [--verify-each] [--print-after-all] [--check-expected] [--emit=tir|llvm|cuda|ptx]
 //               [--list-passes] [--no-verify-input]
@@ -20,10 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "jit/cuda/codegen_cuda.h"
-#include "jit/cuda/nvrtc_compiler.h"
-#include "jit/emu/differential.h"
-#include "jit/llvm/codegen_llvm.h"
 #include "primjit/error.h"
 #include "primjit/ir.h"
 #include "primjit/ir/structural.h"
@@ -32,6 +28,15 @@
 #include "primjit/passes.h"
 #include "primjit/version.h"
 #include "tools/tool_main.h"
+
+// Without primjit_jit (a build with PRIMJIT_WITH_LLVM or PRIMJIT_WITH_CUDA OFF) primjit-opt
+// parses, runs passes and prints; --emit=llvm|cuda|ptx and --check-semantics need the backends.
+#if PRIMJIT_HAVE_JIT
+#include "jit/cuda/codegen_cuda.h"
+#include "jit/cuda/nvrtc_compiler.h"
+#include "jit/emu/differential.h"
+#include "jit/llvm/codegen_llvm.h"
+#endif
 
 namespace {
 
@@ -261,6 +266,7 @@ int check_expected(const std::string& text, const Options& options) {
   return failed == 0 && passed > 0 ? 0 : 1;
 }
 
+#if PRIMJIT_HAVE_JIT
 // --check-semantics[=n=128,...]: runs the module in the reference interpreter before and after
 // each pass on generated inputs (DIM=VALUE fixes a dimension or integer parameter) and reports
 // the first pass that changes an output; exits 1 when one does.
@@ -284,20 +290,31 @@ int check_semantics(const std::string& text, const Options& options) {
             << "\n";
   return report.ok() ? 0 : 1;
 }
+#endif  // PRIMJIT_HAVE_JIT
 
 int main_impl(int argc, char** argv) {
   Options options = parse_args(argc, argv);
   if (options.list_passes) {
     for (const pj::passes::Pass& pass : pj::passes::registered_passes()) {
       std::cout << pass.name << "  " << pass.summary << "\n";
+      for (const pj::passes::PassOption& option : pass.options) {
+        std::cout << "    " << pj::passes::describe_option(option) << "\n";
+      }
     }
     return 0;
   }
   std::string text = read_input(options.file);
   if (options.check_expected) return check_expected(text, options);
+#if PRIMJIT_HAVE_JIT
   if (options.check_semantics) return check_semantics(text, options);
+#else
+  PRIMJIT_USER_CHECK(!options.check_semantics && options.emit == "tir")
+      << (options.check_semantics ? std::string("--check-semantics") : "--emit=" + options.emit)
+      << " needs the LLVM and CUDA backends; this primjit-opt was built without them";
+#endif
   pj::IRModule result =
       run(pj::parse(text, options.file == "-" ? "<stdin>" : options.file), options);
+#if PRIMJIT_HAVE_JIT
   if (options.emit == "llvm") {
     // The host code as generated (before LLVM's optimizations), for reading and FileCheck.
     std::cout << pj::jit::to_llvm_text(pj::jit::codegen_llvm(result));
@@ -319,6 +336,7 @@ int main_impl(int argc, char** argv) {
     std::cout << ptx.data.c_str();  // without the terminating NUL
     return 0;
   }
+#endif
   std::cout << pj::print(result);
   return 0;
 }

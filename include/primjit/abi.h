@@ -7,7 +7,9 @@
 // - `args[i]` is the i-th parameter as a tagged value: an integer or bool in v_int64, a float
 //   in v_float64, a pointer (opaque, or a DLTensor* for buffer parameters) in v_ptr.
 // - The return value is 0 on success. A non-zero return means the call failed before or
-//   while running; the message is in primjit_rt_last_error() on the calling thread.
+//   while running. The compiled code hands the message to primjit's runtime on the calling
+//   thread, and a call through primjit::Kernel throws it as primjit::Error; no C function
+//   reads it.
 // - A function that returns a value stores it in *result (type index and value).
 //
 // In the IR, `T.tvm_struct_get(p, i, field, "dtype")` reads field `field` of element i of the

@@ -2,6 +2,9 @@
 // float8_e4m3fn and float8_e5m2. One definition of the rounding rules, shared by the storage
 // legalization passes (whose IR formulas must agree), the interpreter and the tests.
 //
+// Public API (part of <primjit/primjit.h>): applications use it to fill and read tensors of
+// these dtypes, whose elements are stored as their bit patterns (uint16_t, uint8_t).
+//
 // Rules: round to nearest, ties to even, on every conversion from float32. NaN stays NaN (sign
 // kept). Out of range: float16 and bfloat16 give infinity (IEEE); the float8 formats saturate
 // to their largest finite value, infinities included, as CUDA's __nv_fp8 constructors

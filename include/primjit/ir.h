@@ -8,6 +8,5 @@
 #include "primjit/ir/function.h"
 #include "primjit/ir/functor.h"
 #include "primjit/ir/object.h"
-#include "primjit/ir/scope_stack.h"
 #include "primjit/ir/stmt.h"
 #include "primjit/ir/target.h"

@@ -1,31 +1,65 @@
 // Passes over IRModules, their registry and the pass manager.
 //
 // Every pass is `IRModule -> IRModule`, registered under its class-style name
-// ("VerifyWellFormed", "FlattenBuffer", ...). A pass may take arguments, written after its
-// name in braces: "Specialize{n=128;m=64}". The default pipeline lists the passes in the
-// order of DESIGN.md; passes/pipeline.cc holds it with one reason per step.
+// ("VerifyWellFormed", "FlattenBuffer", ...). A pass may take options, written after its name in
+// braces and separated by ',' (or ';'): "Specialize{n=128,m=64}". Each pass declares its options
+// once (name, type, default, help): they are checked and converted by one function,
+// parse_pass_options, and listed by `primjit-opt --list-passes`. The default pipeline lists the
+// passes in the order of DESIGN.md; passes/pipeline.cc holds it with one reason per step.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <iosfwd>
 #include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "primjit/ir/function.h"
 
 namespace primjit::passes {
 
-/// Arguments of one pass invocation, e.g. {"n": "128"} for "Specialize{n=128}".
+/// Arguments of one pass invocation as written, e.g. {"n": "128"} for "Specialize{n=128}".
 using PassArgs = std::map<std::string, std::string>;
+
+/// One option a pass declares.
+struct PassOption {
+  enum class Type { kInt, kBool, kString };
+  /// The key, e.g. "max". A name in angle brackets ("<name>") stands for any key the pass does
+  /// not declare otherwise (Specialize's variable names).
+  std::string name;
+  Type type = Type::kInt;
+  /// The value used when the option is not given, as text; empty when there is none.
+  std::string default_value;
+  /// One line, shown by `primjit-opt --list-passes`.
+  std::string help;
+  /// Smallest accepted value of an integer option.
+  int64_t min = INT64_MIN;
+};
+
+/// A converted option value: int64_t, bool or std::string after its declared type.
+using PassOptionValue = std::variant<int64_t, bool, std::string>;
 
 struct Pass {
   std::string name;
   std::string summary;  // one line, shown by `primjit-opt --list-passes`
   std::function<IRModule(const IRModule&, const PassArgs&)> run;
+  /// The options `run` accepts, in the order `--list-passes` shows them.
+  std::vector<PassOption> options = {};
 };
+
+/// Checks every key of `args` against the options `pass` declares and converts its value to
+/// the declared type, in key order. Throws primjit::Error naming the pass, the option and the
+/// accepted options for an unknown key, and the expected type for an ill-typed value.
+std::vector<std::pair<std::string, PassOptionValue>> parse_pass_options(
+    std::string_view pass, const std::vector<PassOption>& options, const PassArgs& args);
+
+/// "max=int (default 4096): help": one option as `primjit-opt --list-passes` shows it.
+std::string describe_option(const PassOption& option);
 
 /// The pass named `name`; throws primjit::Error listing the registered passes if unknown.
 const Pass& get_pass(std::string_view name);
@@ -45,7 +79,8 @@ struct PipelineOptions {
 /// The default lowering pipeline, first to last.
 std::vector<std::string> default_pipeline(const PipelineOptions& options = {});
 
-/// Splits "A,B{k=v;k2=v2},C" into invocations "A", "B{k=v;k2=v2}", "C".
+/// Splits "A,B{k=v,k2=v2},C" into invocations "A", "B{k=v,k2=v2}", "C": commas inside braces
+/// separate a pass's options, not passes.
 std::vector<std::string> split_pass_list(std::string_view list);
 
 struct PassTiming {
@@ -66,7 +101,7 @@ struct RunOptions {
   std::vector<PassTiming>* timings = nullptr;
 };
 
-/// Runs the named passes in order ("Name" or "Name{k=v;...}"). A failing verification names
+/// Runs the named passes in order ("Name" or "Name{k=v,...}"). A failing verification names
 /// the pass that broke the IR.
 IRModule run_passes(IRModule module, const std::vector<std::string>& invocations,
                     const RunOptions& options = {});

@@ -7,6 +7,7 @@
 #include "primjit/builder.h"
 #include "primjit/dlpack.h"
 #include "primjit/error.h"
+#include "primjit/float_formats.h"
 #include "primjit/ir.h"
 #include "primjit/ir/structural.h"
 #include "primjit/ir/text.h"

@@ -22,7 +22,7 @@
 
 #include "ir/text/ast.h"
 #include "primjit/ir/function.h"
-#include "primjit/ir/scope_stack.h"
+#include "ir/scope_stack.h"
 #include "primjit/ir/stmt.h"
 
 namespace primjit::text_internal {

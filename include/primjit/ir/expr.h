@@ -110,6 +110,9 @@ class Var : public Expr {
   static Var make_pointer(std::string name, DataType element, std::string storage_scope = "global");
   /// An opaque handle (`T.handle` parameter).
   static Var make_handle(std::string name);
+  /// A new variable (a fresh identity) with the name, dtype, pointee, storage scope and
+  /// size-ness of `var`.
+  static Var make_like(const VarNode& var);
 
   const VarNode* get() const;
   const VarNode* operator->() const { return get(); }
@@ -151,7 +154,7 @@ class IntImm : public ExprNode {
   static Expr make(DataType dtype, int64_t value);
   const int64_t value;
 
-  IntImm(DataType dtype, int64_t value) : ExprNode(kKind, dtype), value(value) {}
+  IntImm(NodeKey, DataType dtype, int64_t value) : ExprNode(kKind, dtype), value(value) {}
 };
 
 class FloatImm : public ExprNode {
@@ -161,7 +164,7 @@ class FloatImm : public ExprNode {
   static Expr make(DataType dtype, double value);
   const double value;
 
-  FloatImm(DataType dtype, double value) : ExprNode(kKind, dtype), value(value) {}
+  FloatImm(NodeKey, DataType dtype, double value) : ExprNode(kKind, dtype), value(value) {}
 };
 
 class StringImm : public ExprNode {
@@ -170,7 +173,7 @@ class StringImm : public ExprNode {
   static Expr make(std::string value);
   const std::string value;
 
-  explicit StringImm(std::string value)
+  StringImm(NodeKey, std::string value)
       : ExprNode(kKind, DataType::Handle()), value(std::move(value)) {}
 };
 
@@ -188,7 +191,7 @@ class VarNode : public ExprNode {
 
   bool is_pointer() const { return !storage_scope.empty(); }
 
-  VarNode(std::string name, DataType dtype, DataType pointee, std::string storage_scope,
+  VarNode(NodeKey, std::string name, DataType dtype, DataType pointee, std::string storage_scope,
           bool is_size_var)
       : ExprNode(kKind, dtype),
         name(std::move(name)),
@@ -208,7 +211,7 @@ class BinaryNode : public ExprNode {
   const Expr a;
   const Expr b;
 
-  BinaryNode(DataType dtype, Expr a, Expr b)
+  BinaryNode(NodeKey, DataType dtype, Expr a, Expr b)
       : ExprNode(K, dtype, detail::depth_above(a, b)), a(std::move(a)), b(std::move(b)) {}
 };
 
@@ -243,7 +246,8 @@ class Not : public ExprNode {
   static Expr make(Expr a);
   const Expr a;
 
-  Not(DataType dtype, Expr a) : ExprNode(kKind, dtype, detail::depth_above(a)), a(std::move(a)) {}
+  Not(NodeKey, DataType dtype, Expr a)
+      : ExprNode(kKind, dtype, detail::depth_above(a)), a(std::move(a)) {}
 };
 
 class Select : public ExprNode {
@@ -254,7 +258,7 @@ class Select : public ExprNode {
   const Expr true_value;
   const Expr false_value;
 
-  Select(DataType dtype, Expr condition, Expr true_value, Expr false_value)
+  Select(NodeKey, DataType dtype, Expr condition, Expr true_value, Expr false_value)
       : ExprNode(kKind, dtype, detail::depth_above(condition, true_value, false_value)),
         condition(std::move(condition)),
         true_value(std::move(true_value)),
@@ -267,7 +271,7 @@ class Cast : public ExprNode {
   static Expr make(DataType dtype, Expr value);
   const Expr value;
 
-  Cast(DataType dtype, Expr value)
+  Cast(NodeKey, DataType dtype, Expr value)
       : ExprNode(kKind, dtype, detail::depth_above(value)), value(std::move(value)) {}
 };
 
@@ -279,7 +283,7 @@ class Let : public ExprNode {
   const Expr value;
   const Expr body;
 
-  Let(DataType dtype, Var var, Expr value, Expr body)
+  Let(NodeKey, DataType dtype, Var var, Expr value, Expr body)
       : ExprNode(kKind, dtype, detail::depth_above(var, value, body)),
         var(std::move(var)),
         value(std::move(value)),
@@ -303,7 +307,7 @@ class BufferNode : public Object {
   const std::string& scope() const { return data->storage_scope; }
   size_t ndim() const { return shape.size(); }
 
-  BufferNode(Var data, DataType dtype, std::vector<Expr> shape, std::vector<Expr> strides,
+  BufferNode(NodeKey, Var data, DataType dtype, std::vector<Expr> shape, std::vector<Expr> strides,
              Expr elem_offset, std::string name, int data_alignment, int offset_factor)
       : Object(kKind),
         data(std::move(data)),
@@ -324,7 +328,7 @@ class BufferLoad : public ExprNode {
   const Buffer buffer;
   const std::vector<Expr> indices;
 
-  BufferLoad(DataType dtype, Buffer buffer, std::vector<Expr> indices)
+  BufferLoad(NodeKey, DataType dtype, Buffer buffer, std::vector<Expr> indices)
       : ExprNode(kKind, dtype, detail::depth_above(indices)),
         buffer(std::move(buffer)),
         indices(std::move(indices)) {}
@@ -339,7 +343,7 @@ class Ramp : public ExprNode {
   const Expr stride;
   const int lanes;
 
-  Ramp(DataType dtype, Expr base, Expr stride, int lanes)
+  Ramp(NodeKey, DataType dtype, Expr base, Expr stride, int lanes)
       : ExprNode(kKind, dtype, detail::depth_above(base, stride)),
         base(std::move(base)),
         stride(std::move(stride)),
@@ -353,7 +357,7 @@ class Broadcast : public ExprNode {
   const Expr value;
   const int lanes;
 
-  Broadcast(DataType dtype, Expr value, int lanes)
+  Broadcast(NodeKey, DataType dtype, Expr value, int lanes)
       : ExprNode(kKind, dtype, detail::depth_above(value)), value(std::move(value)), lanes(lanes) {}
 };
 
@@ -362,7 +366,7 @@ class GlobalVarNode : public Object {
   static constexpr NodeKind kKind = NodeKind::kGlobalVar;
   const std::string name;
 
-  explicit GlobalVarNode(std::string name) : Object(kKind), name(std::move(name)) {}
+  GlobalVarNode(NodeKey, std::string name) : Object(kKind), name(std::move(name)) {}
 };
 
 class Call : public ExprNode {
@@ -383,7 +387,7 @@ class Call : public ExprNode {
   CallEffect effect() const;
   bool has_side_effects() const { return primjit::has_side_effects(effect()); }
 
-  Call(DataType dtype, Op op, GlobalVar callee, std::vector<Expr> args)
+  Call(NodeKey, DataType dtype, Op op, GlobalVar callee, std::vector<Expr> args)
       : ExprNode(kKind, dtype, detail::depth_above(args)),
         op(std::move(op)),
         callee(std::move(callee)),

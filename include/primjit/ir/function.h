@@ -56,8 +56,8 @@ class PrimFuncNode : public Object {
   bool is_kernel() const { return calling_conv() == CallingConv::kKernelLaunch; }
   bool is_packed() const { return calling_conv() == CallingConv::kPacked; }
 
-  PrimFuncNode(std::vector<Var> params, std::vector<std::pair<Var, Buffer>> buffer_map, Stmt body,
-               DataType ret_type, Attrs attrs)
+  PrimFuncNode(NodeKey, std::vector<Var> params, std::vector<std::pair<Var, Buffer>> buffer_map,
+               Stmt body, DataType ret_type, Attrs attrs)
       : Object(kKind),
         params(std::move(params)),
         buffer_map(std::move(buffer_map)),
@@ -95,7 +95,7 @@ class IRModuleNode : public Object {
   GlobalVar global_var(const std::string& name) const;
   bool contains(const std::string& name) const { return find(name).defined(); }
 
-  explicit IRModuleNode(std::vector<std::pair<GlobalVar, PrimFunc>> functions)
+  IRModuleNode(NodeKey, std::vector<std::pair<GlobalVar, PrimFunc>> functions)
       : Object(kKind), functions(std::move(functions)) {}
 };
 

@@ -23,6 +23,16 @@ const char* node_kind_name(NodeKind kind);
 bool is_expr_kind(NodeKind kind);
 bool is_stmt_kind(NodeKind kind);
 
+/// The passkey every concrete node constructor takes first. Only the IR library's node factories
+/// can make one (`T::make(...)` and the named ones such as `Var::make_pointer`), so nodes are
+/// created only there, and each node's invariants (operand dtypes, lanes, scopes) are checked in
+/// one place. Code outside the IR library builds nodes through those factories.
+class NodeKey {
+ private:
+  NodeKey() = default;
+  friend NodeKey node_key();  // declared in the IR library's own sources only
+};
+
 /// Base of every IR node.
 class Object {
  public:
@@ -109,11 +119,5 @@ struct RefLess {
     return std::less<const void*>()(a.get(), b.get());
   }
 };
-
-/// Creates a node and returns the handle that owns it.
-template <typename Handle, typename Node, typename... Args>
-Handle make_node(Args&&... args) {
-  return Handle(Ref<typename Handle::Node>(new Node(std::forward<Args>(args)...)));
-}
 
 }  // namespace primjit

@@ -68,8 +68,8 @@ class OpNode : public Object {
   bool is_pure() const { return effect == CallEffect::kPure; }
   bool has_side_effects() const { return primjit::has_side_effects(effect); }
 
-  OpNode(std::string name, int num_args, CallEffect effect, OpTypeRule type_rule, OpKind kind,
-         int max_ulp, std::string libm, int index)
+  OpNode(NodeKey, std::string name, int num_args, CallEffect effect, OpTypeRule type_rule,
+         OpKind kind, int max_ulp, std::string libm, int index)
       : Object(kKind),
         name(std::move(name)),
         num_args(num_args),

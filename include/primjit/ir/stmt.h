@@ -56,7 +56,7 @@ class IterVarNode : public Object {
   const Var var;
   const std::string thread_tag;
 
-  IterVarNode(Var var, std::string thread_tag)
+  IterVarNode(NodeKey, Var var, std::string thread_tag)
       : Object(kKind), var(std::move(var)), thread_tag(std::move(thread_tag)) {}
 };
 
@@ -70,7 +70,8 @@ class Bind : public StmtNode {
   const Var var;
   const Expr value;
 
-  Bind(Var var, Expr value) : StmtNode(kKind), var(std::move(var)), value(std::move(value)) {}
+  Bind(NodeKey, Var var, Expr value)
+      : StmtNode(kKind), var(std::move(var)), value(std::move(value)) {}
 };
 
 class AttrStmt : public StmtNode {
@@ -86,7 +87,7 @@ class AttrStmt : public StmtNode {
   /// The IterVar of a thread_extent attribute, else nullptr.
   const IterVarNode* iter_var() const { return node.as<IterVarNode>(); }
 
-  AttrStmt(Ref<Object> node, std::string key, Expr value, Stmt body)
+  AttrStmt(NodeKey, Ref<Object> node, std::string key, Expr value, Stmt body)
       : StmtNode(kKind),
         node(std::move(node)),
         key(std::move(key)),
@@ -102,7 +103,7 @@ class AssertStmt : public StmtNode {
   const Expr condition;
   const Expr message;
 
-  AssertStmt(Expr condition, Expr message)
+  AssertStmt(NodeKey, Expr condition, Expr message)
       : StmtNode(kKind), condition(std::move(condition)), message(std::move(message)) {}
 };
 
@@ -114,7 +115,7 @@ class BufferStore : public StmtNode {
   const Expr value;
   const std::vector<Expr> indices;
 
-  BufferStore(Buffer buffer, Expr value, std::vector<Expr> indices)
+  BufferStore(NodeKey, Buffer buffer, Expr value, std::vector<Expr> indices)
       : StmtNode(kKind),
         buffer(std::move(buffer)),
         value(std::move(value)),
@@ -131,7 +132,7 @@ class AllocBuffer : public StmtNode {
   /// Product of the extents when all are constant.
   std::optional<int64_t> constant_allocation_size() const;
 
-  AllocBuffer(Buffer buffer, Annotations annotations)
+  AllocBuffer(NodeKey, Buffer buffer, Annotations annotations)
       : StmtNode(kKind), buffer(std::move(buffer)), annotations(std::move(annotations)) {}
 };
 
@@ -141,7 +142,7 @@ class DeclBuffer : public StmtNode {
   static Stmt make(Buffer buffer);
   const Buffer buffer;
 
-  explicit DeclBuffer(Buffer buffer) : StmtNode(kKind), buffer(std::move(buffer)) {}
+  DeclBuffer(NodeKey, Buffer buffer) : StmtNode(kKind), buffer(std::move(buffer)) {}
 };
 
 class SeqStmt : public StmtNode {
@@ -152,7 +153,7 @@ class SeqStmt : public StmtNode {
   static Stmt make(std::vector<Stmt> seq);
   const std::vector<Stmt> seq;
 
-  explicit SeqStmt(std::vector<Stmt> seq) : StmtNode(kKind), seq(std::move(seq)) {}
+  SeqStmt(NodeKey, std::vector<Stmt> seq) : StmtNode(kKind), seq(std::move(seq)) {}
 };
 
 enum class ForKind : uint8_t { kSerial, kParallel, kVectorized, kUnrolled, kThreadBinding };
@@ -172,8 +173,8 @@ class For : public StmtNode {
   const std::string thread_tag;
   const Annotations annotations;
 
-  For(Var loop_var, Expr min, Expr extent, ForKind for_kind, Stmt body, std::string thread_tag,
-      Annotations annotations)
+  For(NodeKey, Var loop_var, Expr min, Expr extent, ForKind for_kind, Stmt body,
+      std::string thread_tag, Annotations annotations)
       : StmtNode(kKind),
         loop_var(std::move(loop_var)),
         min(std::move(min)),
@@ -191,7 +192,7 @@ class While : public StmtNode {
   const Expr condition;
   const Stmt body;
 
-  While(Expr condition, Stmt body)
+  While(NodeKey, Expr condition, Stmt body)
       : StmtNode(kKind), condition(std::move(condition)), body(std::move(body)) {}
 };
 
@@ -204,7 +205,7 @@ class IfThenElse : public StmtNode {
   const Stmt then_case;
   const Stmt else_case;
 
-  IfThenElse(Expr condition, Stmt then_case, Stmt else_case)
+  IfThenElse(NodeKey, Expr condition, Stmt then_case, Stmt else_case)
       : StmtNode(kKind),
         condition(std::move(condition)),
         then_case(std::move(then_case)),
@@ -217,7 +218,7 @@ class Evaluate : public StmtNode {
   static Stmt make(Expr value);
   const Expr value;
 
-  explicit Evaluate(Expr value) : StmtNode(kKind), value(std::move(value)) {}
+  Evaluate(NodeKey, Expr value) : StmtNode(kKind), value(std::move(value)) {}
 };
 
 }  // namespace primjit

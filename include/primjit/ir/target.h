@@ -30,7 +30,7 @@ class Target : public Ref<TargetNode> {
 class TargetNode : public Object {
  public:
   static constexpr NodeKind kKind = NodeKind::kTarget;
-  TargetNode(std::string kind, std::string arch, Target host)
+  TargetNode(NodeKey, std::string kind, std::string arch, Target host)
       : Object(kKind), kind(std::move(kind)), arch(std::move(arch)), host(std::move(host)) {}
 
   const std::string kind;

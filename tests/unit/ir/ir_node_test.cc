@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "ir/node_key.h"
+#include "ir/scope_stack.h"
 #include "primjit/ir.h"
 #include "tests/unit/test_util.h"
 
@@ -264,10 +267,35 @@ TEST(ScopeStack, FramesCloseWithTheirScope) {
   EXPECT_EQ(sizes, (std::vector<size_t>{1, 1}));
 }
 
+// Nodes are made only by their factories, where their invariants are checked: a constructor
+// needs the IR library's passkey, which code outside it cannot make.
+static_assert(!std::is_default_constructible_v<NodeKey>);
+static_assert(!std::is_constructible_v<IntImm, DataType, int64_t>);
+static_assert(
+    !std::is_constructible_v<VarNode, std::string, DataType, DataType, std::string, bool>);
+static_assert(!std::is_constructible_v<Evaluate, Expr>);
+static_assert(!std::is_constructible_v<PrimFuncNode, std::vector<Var>,
+                                       std::vector<std::pair<Var, Buffer>>, Stmt>);
+
+TEST(NodeFactories, CheckInvariantsOnEveryNode) {
+  // The one way to make a node runs its checks: an Add of mismatched dtypes is refused.
+  Var i = Var::make("i", DataType::Int(32));
+  Var f = Var::make("f", DataType::Float(32));
+  EXPECT_THROW(Add::make(i, f), Error);
+  // A fresh copy of a variable is a new identity with the same fields.
+  Var p = Var::make_pointer("p", DataType::Float(16), "shared");
+  Var q = Var::make_like(*p.get());
+  EXPECT_FALSE(q.same_as(p));
+  EXPECT_EQ(q->name, "p");
+  EXPECT_EQ(q->pointee, DataType::Float(16));
+  EXPECT_EQ(q->storage_scope, "shared");
+}
+
 TEST(Refcount, NodesAreFreedWhenTheLastHandleGoes) {
   static int destroyed = 0;
   struct Probe : VarNode {
-    Probe() : VarNode("p", DataType::Int(32), DataType::Void(), "", false) {}
+    // White-box: the test borrows the IR library's passkey to count destructions.
+    Probe() : VarNode(node_key(), "p", DataType::Int(32), DataType::Void(), "", false) {}
     ~Probe() override { ++destroyed; }
   };
   destroyed = 0;

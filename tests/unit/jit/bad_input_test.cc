@@ -196,8 +196,9 @@ TEST(UnrollLimit, ThePassTakesTheLimitAsAnArgument) {
   EXPECT_EQ(unrolled.find("for i"), std::string::npos) << unrolled;
   std::string kept = print(passes::run_passes(m, {"UnrollLoops{max=4}"}));
   EXPECT_NE(kept.find("for i in range(8):"), std::string::npos) << kept;
-  EXPECT_ERROR_CONTAINS(passes::run_passes(m, {"UnrollLoops{limit=4}"}),
-                        "UnrollLoops takes one argument, max");
+  EXPECT_ERROR_CONTAINS(
+      passes::run_passes(m, {"UnrollLoops{limit=4}"}),
+      "pass UnrollLoops has no option 'limit'; accepted options:\n  max=int >= 0");
 }
 
 }  // namespace

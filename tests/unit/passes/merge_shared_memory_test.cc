@@ -348,10 +348,10 @@ TEST(MergeSharedMemory, BadArgumentIsAnError) {
         X[0] = T.float32(0)
 )");
   EXPECT_ERROR_CONTAINS(run_merge(in, "MergeSharedMemoryAllocations{bogus=1}"),
-                        "MergeSharedMemoryAllocations: unknown argument 'bogus'; the only "
-                        "argument is static=0|1");
+                        "pass MergeSharedMemoryAllocations has no option 'bogus'; accepted "
+                        "options:\n  static=bool (default false)");
   EXPECT_ERROR_CONTAINS(run_merge(in, "MergeSharedMemoryAllocations{static=yes}"),
-                        "MergeSharedMemoryAllocations: the value of 'static' must be 0 or 1, "
+                        "pass MergeSharedMemoryAllocations: option 'static' must be a bool, "
                         "got 'yes'");
 }
 

@@ -14,6 +14,7 @@
 #include "primjit/ir/text.h"
 #include "primjit/ir/verify.h"
 #include "primjit/passes.h"
+#include "tests/unit/test_util.h"
 
 namespace primjit::passes {
 namespace {
@@ -57,7 +58,86 @@ TEST(PassManager, UnknownPassNamesTheRegisteredOnes) {
 TEST(PassManager, SplitsPassListsWithArguments) {
   EXPECT_EQ(split_pass_list("A,Specialize{n=1;m=2},B"),
             (std::vector<std::string>{"A", "Specialize{n=1;m=2}", "B"}));
-  EXPECT_THROW(run_passes(small_module(), std::vector<std::string>{"RemoveNoOp{x=1}"}), Error);
+  // A comma inside braces separates options, not passes.
+  EXPECT_EQ(split_pass_list("A,Specialize{n=1,m=2},B{x=1}"),
+            (std::vector<std::string>{"A", "Specialize{n=1,m=2}", "B{x=1}"}));
+  EXPECT_ERROR_CONTAINS(run_passes(small_module(), std::vector<std::string>{"RemoveNoOp{x=1}"}),
+                        "pass RemoveNoOp has no option 'x'; it takes no options");
+}
+
+// A module whose function has two shape variables, n and m.
+IRModule two_dims_module() {
+  return parse(R"(@I.ir_module
+class Module:
+    @T.prim_func
+    def main(a: T.handle):
+        n = T.int32()
+        m = T.int32()
+        A = T.match_buffer(a, (n, m), "float32")
+        A[0, 0] = T.float32(1)
+)");
+}
+
+TEST(PassOptions, CommaAndSemicolonSeparateOptions) {
+  IRModule with_comma = run_passes(two_dims_module(), {"Specialize{n=4,m=8}"});
+  IRModule with_semicolon = run_passes(two_dims_module(), {"Specialize{n=4;m=8}"});
+  std::string text = print(with_comma);
+  EXPECT_NE(text.find("T.Buffer((4, 8), \"float32\")"), std::string::npos) << text;
+  EXPECT_TRUE(structural_equal(with_comma, with_semicolon));
+  // The same through a --passes style list.
+  IRModule listed =
+      run_passes(two_dims_module(), split_pass_list("Specialize{n=4,m=8},RemoveNoOp"));
+  EXPECT_TRUE(structural_equal(with_comma, listed));
+}
+
+TEST(PassOptions, UnknownOptionNamesThePassTheOptionAndTheAcceptedOnes) {
+  EXPECT_ERROR_CONTAINS(
+      run_passes(small_module(), {"UnrollLoops{limit=4}"}),
+      "pass UnrollLoops has no option 'limit'; accepted options:\n  max=int >= 0 (default 4096): "
+      "the most iterations a T.unroll loop is unrolled for");
+}
+
+TEST(PassOptions, IllTypedValueNamesTheExpectedType) {
+  EXPECT_ERROR_CONTAINS(run_passes(small_module(), {"UnrollLoops{max=-1}"}),
+                        "pass UnrollLoops: option 'max' must be an int >= 0, got '-1'");
+  EXPECT_ERROR_CONTAINS(run_passes(small_module(), {"UnrollLoops{max=4x}"}),
+                        "option 'max' must be an int >= 0, got '4x'");
+  EXPECT_ERROR_CONTAINS(run_passes(small_module(), {"MergeSharedMemoryAllocations{static=2}"}),
+                        "option 'static' must be a bool, got '2'");
+  EXPECT_ERROR_CONTAINS(run_passes(small_module(), {"Specialize{n=x}"}),
+                        "pass Specialize: option 'n' must be an int, got 'x'");
+}
+
+TEST(PassOptions, ParseConvertsEachValueToItsDeclaredType) {
+  std::vector<PassOption> declared = {
+      {"count", PassOption::Type::kInt, "3", "how many", 1},
+      {"fast", PassOption::Type::kBool, "false", "go fast"},
+      {"label", PassOption::Type::kString, "", "a name"},
+  };
+  auto parsed =
+      parse_pass_options("Test", declared, {{"count", "7"}, {"fast", "true"}, {"label", "x,y"}});
+  ASSERT_EQ(parsed.size(), 3u);
+  EXPECT_EQ(parsed[0].first, "count");
+  EXPECT_EQ(std::get<int64_t>(parsed[0].second), 7);
+  EXPECT_EQ(std::get<bool>(parsed[1].second), true);
+  EXPECT_EQ(std::get<std::string>(parsed[2].second), "x,y");
+  EXPECT_EQ(std::get<bool>(parse_pass_options("Test", declared, {{"fast", "0"}})[0].second), false);
+  EXPECT_ERROR_CONTAINS(parse_pass_options("Test", declared, {{"count", "0"}}),
+                        "pass Test: option 'count' must be an int >= 1, got '0'");
+  EXPECT_EQ(describe_option(declared[0]), "count=int >= 1 (default 3): how many");
+  EXPECT_EQ(describe_option(declared[2]), "label=string: a name");
+}
+
+TEST(PassOptions, EveryRegisteredPassDeclaresItsOptions) {
+  auto options_of = [](std::string_view name) {
+    std::vector<std::string> names;
+    for (const PassOption& option : get_pass(name).options) names.push_back(option.name);
+    return names;
+  };
+  EXPECT_EQ(options_of("UnrollLoops"), std::vector<std::string>{"max"});
+  EXPECT_EQ(options_of("Specialize"), std::vector<std::string>{"<name>"});
+  EXPECT_EQ(options_of("MergeSharedMemoryAllocations"), std::vector<std::string>{"static"});
+  EXPECT_TRUE(options_of("FlattenBuffer").empty());
 }
 
 TEST(PassManager, VerifyEachNamesThePassThatBrokeTheIR) {

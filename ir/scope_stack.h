@@ -6,6 +6,9 @@
 //   ScopeStack<std::vector<Var>> scopes;
 //   scopes.with_new_scope([&] { visit_stmt(loop->body); });  // defs made inside vanish after
 //   scopes.current().push_back(bind->var);                   // a Bind defines into the frame
+//
+// Internal to the ir and passes layers: not installed, not part of the API (it lived under
+// include/primjit/ir/ before; include it as "ir/scope_stack.h").
 #pragma once
 
 #include <deque>
