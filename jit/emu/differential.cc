@@ -6,6 +6,7 @@
 #include <functional>
 #include <sstream>
 
+#include "ir/hash_mix.h"
 #include "jit/emu/value.h"
 #include "primjit/error.h"
 #include "primjit/ir/structural.h"
@@ -70,13 +71,8 @@ void HostTensor::set(int64_t i, double v) {
 }
 
 void HostTensor::fill_random(uint64_t seed) {
-  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
-  auto next = [&] {  // splitmix64
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  };
+  uint64_t state = seed * hashing::kGoldenRatio + 0x632BE59BD9B4E019ull;
+  auto next = [&] { return hashing::mix64(state += hashing::kGoldenRatio); };  // splitmix64
   for (int64_t i = 0; i < size_; ++i) {
     const uint64_t r = next();
     if (dtype_.is_floating()) {

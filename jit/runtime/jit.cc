@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ir/hash_mix.h"
 #include "jit/cuda/driver.h"
 #include "jit/runtime/build_id.h"
 #include "jit/runtime/cache_tiers.h"
@@ -99,11 +100,15 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
   state->func = func.with_attr(attr::kTarget, AttrValue(target));
   state->module = module.with_function(name, state->func);
   // Variants are shared by kernels of one function, target and device options.
-  state->fingerprint =
-      structural_hash(state->module) ^ std::hash<std::string>()(target.str()) ^
-      (std::hash<void*>()(options.cuda_stream) * 31) ^ (options.fast_math ? 0x5bd1e995u : 0u) ^
-      (std::hash<int64_t>()(options.max_unroll) * 0x9e3779b97f4a7c15u) ^
-      (options.checked_arithmetic ? 0x27d4eb2fu : 0u) ^ (options.fp_contract ? 0x165667b1u : 0u);
+  uint64_t fingerprint = structural_hash(state->module);
+  for (uint64_t part : {hashing::fnv1a(target.str()),
+                        static_cast<uint64_t>(reinterpret_cast<uintptr_t>(options.cuda_stream)),
+                        static_cast<uint64_t>(options.max_unroll),
+                        uint64_t{options.fast_math} | uint64_t{options.checked_arithmetic} << 1 |
+                            uint64_t{options.fp_contract} << 2}) {
+    fingerprint = hashing::mix64(hashing::combine(fingerprint, part));
+  }
+  state->fingerprint = fingerprint;
   state->params = jit::param_infos(func);
   state->memory = jit::memory_rule(func, target);
   size_t key_size = 0, dims = 0;
