@@ -30,6 +30,7 @@ class SyntaxParser {
 
   FileAst file() {
     FileAst out;
+    out.tirx = tirx_header();
     skip_newlines();
     while (is_name("from") || is_name("import")) import_line();
     if (!is_op("@")) {
@@ -147,16 +148,36 @@ class SyntaxParser {
       text += glue ? "" : " ";
       text += next().text;
     }
-    static const char* kAllowed[] = {"from tvm.script import ir as I",
-                                     "from tvm.script import tir as T",
-                                     "from tvm.script import tirx as T", "import tvm"};
+    static const char* kAllowed[] = {
+        "from tvm.script import ir as I", "from tvm.script import tir as T",
+        "from tvm.script import tirx as T", "from tvm.tirx.layout import Axis", "import tvm"};
     bool ok = false;
     for (const char* allowed : kAllowed) ok = ok || text == allowed;
     if (!ok)
       src_.fail(loc,
-                "unsupported import; only 'from tvm.script import tir as T' and "
-                "'from tvm.script import ir as I' may appear");
+                "unsupported import; only TVMScript's header lines may appear ('from "
+                "tvm.script import tir as T' or 'tirx as T', 'from tvm.script import ir as I', "
+                "'from tvm.tirx.layout import Axis')");
     skip_newlines();
+  }
+
+  /// Whether a header line before the first decorator, commented or not, imports the tirx
+  /// dialect.
+  bool tirx_header() const {
+    std::string_view text = src_.text();
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t end = text.find('\n', pos);
+      if (end == std::string_view::npos) end = text.size();
+      std::string_view line = text.substr(pos, end - pos);
+      pos = end + 1;
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+      if (!line.empty() && line.front() == '@') break;
+      if (line.starts_with("#")) line.remove_prefix(1);
+      while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+      if (line == "from tvm.script import tirx as T") return true;
+    }
+    return false;
   }
 
   std::vector<AstPtr> decorator_list() {
@@ -369,10 +390,7 @@ class SyntaxParser {
       next();
       s->target = std::move(first);
       s->annotation = expr();
-      if (!accept_op("=")) {
-        src_.fail(s->target->loc, "an annotated variable needs a value: name: T.int32 = value");
-      }
-      s->value = expr();
+      if (accept_op("=")) s->value = expr();
       return s;
     }
     if (is_op("=")) {
@@ -583,9 +601,10 @@ class SyntaxParser {
         n->items.push_back(std::move(e));
         if (is_op("]")) fail_here("expected an index");
         while (!is_op("]")) {
-          if (is_op(":")) fail_here("slices are not supported; use T.Ramp for vector indices");
-          n->items.push_back(expr());
-          if (is_op(":")) fail_here("slices are not supported; use T.Ramp for vector indices");
+          if (is_op(":")) fail_here("a slice needs a start: write start:stop");
+          AstPtr index = expr();
+          if (is_op(":")) index = slice(std::move(index));
+          n->items.push_back(std::move(index));
           if (!accept_op(",")) break;
         }
         expect_op("]");
@@ -594,6 +613,18 @@ class SyntaxParser {
         return e;
       }
     }
+  }
+
+  /// start:stop[:step] after its start, at the ':'.
+  AstPtr slice(AstPtr start) {
+    AstPtr n = node(AK::kSlice, start->loc);
+    n->op_loc = peek().loc;
+    n->items.push_back(std::move(start));
+    expect_op(":");
+    if (is_op("]") || is_op(",") || is_op(":")) fail_here("a slice needs a stop: write start:stop");
+    n->items.push_back(expr());
+    if (accept_op(":")) n->items.push_back(expr());
+    return finish(std::move(n));
   }
 
   void call_arguments(Ast* call) {

@@ -773,7 +773,7 @@ TEST(TextParser, RejectsWhatTheSubsetLacks) {
                            "return",
                            "T.evaluate([a])",
                            "T.evaluate(a < b < a)",
-                           "x: T.int32",
+                           "x: T.handle",  // `x: T.int32` is a one-element buffer
                            "T.evaluate(Module.f(a))",
                            "T.evaluate(T.call_intrin(\"int32\", \"nope\"))",
                            "lambda: a",
