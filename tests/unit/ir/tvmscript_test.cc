@@ -72,6 +72,21 @@ TEST(TvmScriptCorpus, EveryTvmFormParsesToThePrimjitForm) {
   }
 }
 
+// Printer goldens: `<category>.print.tir` is exactly what primjit prints for the category's IR
+// (in the forms TVM reads: tirx header, T.let Binds, target dicts, alloc_shared/alloc_local,
+// slices), and it reads back as the same IR.
+TEST(TvmScriptCorpus, PrinterGoldens) {
+  for (const std::string& cat : categories()) {
+    SCOPED_TRACE(cat);
+    const fs::path own = kCorpus / (cat + ".primjit.tir");
+    const fs::path golden = kCorpus / (cat + ".print.tir");
+    ASSERT_TRUE(fs::exists(golden));
+    IRModule m = parse(read_file(own), own.string());
+    EXPECT_EQ(print(m), read_file(golden));
+    EXPECT_TRUE(structural_equal(parse(read_file(golden), golden.string()), m));
+  }
+}
+
 /// The message of the ParseError that parsing `text` throws ("" if it parses).
 std::string parse_error(const std::string& text) {
   try {
