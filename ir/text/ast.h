@@ -78,11 +78,18 @@ struct Param {
   AstPtr annotation;
 };
 
+/// A name with where it is written.
+struct NameAst {
+  std::string name;
+  Loc loc;
+};
+
 struct FuncAst {
   Loc loc;
   std::vector<AstPtr> decorators;
   std::string name;
   Loc name_loc;
+  std::vector<NameAst> type_params;  // def f[m, n](...): int64 shape variables (PEP 695)
   std::vector<Param> params;
   AstPtr ret;
   std::vector<StmtPtr> body;
@@ -93,6 +100,7 @@ struct FileAst {
   /// The header names TVM's current dialect (`from tvm.script import tirx as T`, commented or
   /// not): `x: T.dtype = v` is then a one-element local buffer rather than a Bind.
   bool tirx = false;
+  std::vector<NameAst> type_vars;  // m = TypeVar("m") before the module: int64 shape variables
   Loc class_loc;
   std::string class_name;
   std::vector<AstPtr> class_decorators;

@@ -46,6 +46,7 @@ IRModule Lowerer::lower(const FileAst& file) {
       functions_.emplace(f.name, std::make_pair(GlobalVar::make(f.name), ret));
     }
   }
+  type_vars_ = &file.type_vars;
   for (const FuncAst& f : file.funcs) {
     PrimFunc func = function(f);
     GlobalVar gvar = file.is_module ? functions_.at(f.name).first : GlobalVar::make(f.name);
@@ -490,6 +491,13 @@ PrimFunc Lowerer::function(const FuncAst& f) {
   scopes_ = ScopeStack<std::unordered_map<std::string, Entity>>();
   closed_.clear();
   implicit_vars_.clear();
+  // int64 shape variables TVM prints as type variables (`m = TypeVar("m")`, `def f[m](...)`):
+  // free variables of each function that uses them.
+  for (const std::vector<NameAst>* names : {type_vars_, &f.type_params}) {
+    for (const NameAst& n : *names) {
+      define_var(n.name, n.loc, guard(n.loc, [&] { return Var::make(n.name, DataType::Int(64)); }));
+    }
+  }
   std::unordered_map<std::string, Loc> seen;
   for (const Param& p : f.params) {
     if (!seen.emplace(p.name, p.loc).second) fail(p.loc, "duplicate parameter '" + p.name + "'");

@@ -233,7 +233,9 @@ class Lowerer {
   FunctionState* state_ = nullptr;
   int docstring_line_ = -1;
   bool tirx_ = false;
-  std::set<std::string> implicit_vars_;  // defined by a quoted name in a shape ("n")
+  std::set<std::string> implicit_vars_;
+  const std::vector<NameAst>* type_vars_ =
+      nullptr;  // the file's TypeVar declarations  // defined by a quoted name in a shape ("n")
 };
 
 }  // namespace primjit::text_internal

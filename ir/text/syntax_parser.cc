@@ -33,6 +33,7 @@ class SyntaxParser {
     out.tirx = tirx_header();
     skip_newlines();
     while (is_name("from") || is_name("import")) import_line();
+    while (peek().kind == Tok::kName && is_op("=", 1)) out.type_vars.push_back(type_var_line());
     if (!is_op("@")) {
       fail_here("expected a decorated definition: @I.ir_module class or @T.prim_func def");
     }
@@ -148,17 +149,41 @@ class SyntaxParser {
       text += glue ? "" : " ";
       text += next().text;
     }
-    static const char* kAllowed[] = {
-        "from tvm.script import ir as I", "from tvm.script import tir as T",
-        "from tvm.script import tirx as T", "from tvm.tirx.layout import Axis", "import tvm"};
+    static const char* kAllowed[] = {"from tvm.script import ir as I",
+                                     "from tvm.script import tir as T",
+                                     "from tvm.script import tirx as T",
+                                     "from tvm.tirx.layout import Axis",
+                                     "from __future__ import annotations",
+                                     "from typing import TypeVar",
+                                     "import tvm"};
     bool ok = false;
     for (const char* allowed : kAllowed) ok = ok || text == allowed;
     if (!ok)
-      src_.fail(loc,
-                "unsupported import; only TVMScript's header lines may appear ('from "
-                "tvm.script import tir as T' or 'tirx as T', 'from tvm.script import ir as I', "
-                "'from tvm.tirx.layout import Axis')");
+      src_.fail(
+          loc,
+          "unsupported import; only TVMScript's header lines may appear ('from "
+          "tvm.script import tir as T' or 'tirx as T', 'from tvm.script import ir as I', "
+          "'from tvm.tirx.layout import Axis', 'from typing import TypeVar', 'from __future__ "
+          "import annotations')");
     skip_newlines();
+  }
+
+  /// `m = TypeVar("m")`: how TVM declares an int64 shape variable before the module when it
+  /// cannot use PEP 695 type parameters.
+  NameAst type_var_line() {
+    NameAst out{.name = expect_name("a type variable name"), .loc = tokens_[pos_ - 1].loc};
+    expect_op("=");
+    if (!accept_name("TypeVar"))
+      fail_here("expected TypeVar(\"" + out.name + "\") before the module");
+    expect_op("(");
+    if (peek().kind != Tok::kString || peek().text != out.name) {
+      fail_here("expected TypeVar(\"" + out.name + "\"): the string must repeat the name");
+    }
+    next();
+    expect_op(")");
+    expect(Tok::kNewline, "a new line after TypeVar(...)");
+    skip_newlines();
+    return out;
   }
 
   /// Whether a header line before the first decorator, commented or not, imports the tirx
@@ -197,6 +222,14 @@ class SyntaxParser {
     if (!accept_name("def")) fail_here("expected 'def' after the decorator");
     f.name_loc = peek().loc;
     f.name = expect_name("a function name");
+    if (accept_op("[")) {  // PEP 695 type parameters: int64 shape variables
+      while (!is_op("]")) {
+        Loc loc = peek().loc;
+        f.type_params.push_back({expect_name("a type parameter name"), loc});
+        if (!accept_op(",")) break;
+      }
+      expect_op("]");
+    }
     expect_op("(");
     while (!is_op(")")) {
       Param p;

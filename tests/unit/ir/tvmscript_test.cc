@@ -21,10 +21,9 @@ namespace fs = std::filesystem;
 
 const fs::path kCorpus = fs::path(PRIMJIT_TEST_DATA_DIR) / ".." / "tvmscript";
 
-// Categories whose TVM form is not read yet (int64 type variables); their `.tvm.tir` must still
-// be rejected, so that supporting one means moving it out of this list.
-const std::set<std::string> kNotYetRead = {"symbolic_dims_int64_pep695",
-                                           "symbolic_dims_int64_typevar"};
+// Categories whose TVM form is not read yet; their `.tvm.tir` must still be rejected, so that
+// supporting one means moving it out of this list.
+const std::set<std::string> kNotYetRead = {};
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -172,6 +171,15 @@ TEST(TvmScriptErrors, AllocSugarTakesNoScope) {
   std::string err = parse_error(with_body("A: T.Buffer((4,), \"float32\")",
                                           "    S = T.alloc_shared((4,), scope=\"local\")\n"));
   EXPECT_NE(err.find("T.alloc_shared takes no scope="), std::string::npos) << err;
+}
+
+TEST(TvmScriptErrors, TypeVarsRepeatTheirName) {
+  std::string func =
+      "@T.prim_func\ndef main(A: T.Buffer((m,), \"float16\")):\n    A[0] = T.float16(0.0)\n";
+  EXPECT_EQ(parse_error("m = TypeVar(\"m\")\n" + func), "");
+  EXPECT_NE(parse_error("m = TypeVar(\"n\")\n" + func).find("must repeat the name"),
+            std::string::npos);
+  EXPECT_NE(parse_error("m = 3\n" + func).find("expected TypeVar(\"m\")"), std::string::npos);
 }
 
 TEST(TvmScriptErrors, AssertTupleMessage) {
