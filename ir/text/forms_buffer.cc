@@ -19,18 +19,22 @@ Buffer buffer_call(Lowerer& lower, const std::string& name, Loc name_loc, const 
   Slots s = form == BufferForm::kMatch
                 ? lower.bind(call, fname,
                              {"param", "shape", "dtype", "data", "strides", "elem_offset", "scope",
-                              "align", "offset_factor"},
+                              "align", "offset_factor", "layout"},
                              2, 3)
             : form == BufferForm::kAlloc || form == BufferForm::kDecl ||
                     form == BufferForm::kShared || form == BufferForm::kLocal
                 ? lower.bind(call, fname,
                              {"shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
-                              "offset_factor", "annotations"},
+                              "offset_factor", "annotations", "layout"},
                              1, 2)
                 : lower.bind(call, fname,
                              {"shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
-                              "offset_factor"},
+                              "offset_factor", "layout"},
                              1, 2);
+  // TVM prints `layout=None` for a buffer without a layout, primjit's only kind.
+  if (const Ast* layout = s.args.back(); layout != nullptr && layout->kind != AK::kNone) {
+    lower.fail(layout->loc, fname + ": only layout=None is supported (primjit has no layouts)");
+  }
   std::vector<Expr> shape = lower.dim_tuple(*s[first]);
   DataType dtype = s[first + 1] != nullptr ? lower.dtype_arg(s[first + 1]) : DataType::Float(32);
   const Ast* data_ast = s[first + 2];
@@ -110,7 +114,7 @@ void match_buffer(Lowerer& lower, const StmtAst& s, bool top, std::vector<Stmt>*
   }
   Slots slots = lower.bind(v, "T.match_buffer",
                            {"param", "shape", "dtype", "data", "strides", "elem_offset", "scope",
-                            "align", "offset_factor"},
+                            "align", "offset_factor", "layout"},
                            2, 3);
   const Ast& param = *slots[0];
   if (param.kind != AK::kName)

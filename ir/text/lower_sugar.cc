@@ -5,11 +5,14 @@
 //  - assignments to and reads of one-element buffers by their bare name (`acc = acc + 1`);
 //  - buffer views `X = P.view(...)`;
 //  - targets as config dicts, `T.target({"kind": "cuda", "arch": "sm_90", ...})`;
-//  - symbolic dimensions written as strings in parameter annotations, `T.Buffer(("n", 16))`.
+//  - symbolic dimensions written as strings in buffer annotations, `T.Buffer(("n + 1", 16))`.
+#include <cctype>
 #include <set>
 
 #include "ir/text/forms.h"
+#include "ir/text/lexer.h"
 #include "ir/text/lowerer.h"
+#include "ir/text/syntax_parser.h"
 
 namespace primjit::text_internal {
 
@@ -257,11 +260,7 @@ Expr Lowerer::dim_expr(const Ast& a) {
   bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
   for (char c : name)
     identifier = identifier && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-  if (!identifier) {
-    fail(a.loc,
-         "only a variable name may be quoted in a shape (\"n\"); write the expression "
-         "unquoted after declaring its variables");
-  }
+  if (!identifier) return quoted_dim(a);
   if (const Entity* e = lookup(name)) {
     if (e->kind != Entity::kVar) fail(a.loc, "'" + name + "' is not a variable");
     return e->var;
@@ -270,6 +269,29 @@ Expr Lowerer::dim_expr(const Ast& a) {
   define_var(name, a.loc, var);
   implicit_vars_.insert(name);
   return var;
+}
+
+/// A quoted dimension expression ("n + 1", "T.max(n, 1)"): read as an expression in which every
+/// name not defined yet is a new int32 variable, as TVM reads it.
+Expr Lowerer::quoted_dim(const Ast& a) {
+  try {
+    Source source(a.text, "<dimension>");
+    AstPtr tree = parse_expression(source, tokenize(source));
+    std::vector<const Ast*> stack = {tree.get()};
+    while (!stack.empty()) {
+      const Ast* node = stack.back();
+      stack.pop_back();
+      if (node->kind == AK::kName && node->text != "T" && lookup(node->text) == nullptr) {
+        define_var(node->text, a.loc, Var::make(node->text, DataType::Int(32)));
+        implicit_vars_.insert(node->text);
+      }
+      for (const AstPtr& item : node->items) stack.push_back(item.get());
+      for (const Keyword& kw : node->keywords) stack.push_back(kw.value.get());
+    }
+    return expr(*tree, DataType::Int(32));
+  } catch (const ParseError& e) {
+    fail(a.loc, "in the quoted dimension \"" + a.text + "\": " + e.message());
+  }
 }
 
 std::vector<Expr> Lowerer::dim_tuple(const Ast& a) {

@@ -217,6 +217,7 @@ class Lowerer {
                      Loc loc, std::vector<Stmt>* out);
   void buffer_view(const StmtAst& s, const Buffer& parent, std::vector<Stmt>* out);
   Target host_target(const Ast& h);
+  Expr quoted_dim(const Ast& a);
   Target target_dict(const Ast& d, const Ast* host_kw);
   Stmt with_stmt(const StmtAst& s);
   Stmt for_loop(const StmtAst& s);

@@ -74,6 +74,14 @@ class SyntaxParser {
     return out;
   }
 
+  AstPtr expression_only() {
+    skip_newlines();
+    AstPtr e = expr();
+    skip_newlines();
+    if (peek().kind != Tok::kEnd) fail_here("expected one expression");
+    return e;
+  }
+
  private:
   // --- token helpers --------------------------------------------------------------------------
   const Token& peek(size_t ahead = 0) const {
@@ -782,6 +790,10 @@ class SyntaxParser {
 
 FileAst parse_syntax(const Source& source, std::vector<Token> tokens) {
   return SyntaxParser(source, std::move(tokens)).file();
+}
+
+AstPtr parse_expression(const Source& source, std::vector<Token> tokens) {
+  return SyntaxParser(source, std::move(tokens)).expression_only();
 }
 
 }  // namespace primjit::text_internal

@@ -182,6 +182,25 @@ TEST(TvmScriptErrors, TypeVarsRepeatTheirName) {
   EXPECT_NE(parse_error("m = 3\n" + func).find("expected TypeVar(\"m\")"), std::string::npos);
 }
 
+// Quoted compound dimensions define their new names as int32 variables, as TVM reads them.
+TEST(TvmScriptDialect, QuotedCompoundDimensions) {
+  const std::string tvm =
+      "@T.prim_func\ndef main(A: T.Buffer((\"n + 1\", \"T.max(n, 1)\"), \"float32\", "
+      "layout=None)):\n    n = T.int32()\n    A[0, 0] = T.float32(0.0)\n";
+  const std::string own =
+      "@T.prim_func\ndef main(a: T.handle):\n    n = T.int32()\n"
+      "    A = T.match_buffer(a, (n + 1, T.max(n, 1)), \"float32\")\n"
+      "    A[0, 0] = T.float32(0.0)\n";
+  EXPECT_TRUE(structural_equal(parse(tvm), parse(own))) << print(parse(tvm));
+  std::string err = parse_error(
+      "@T.prim_func\ndef main(A: T.Buffer((\"n +\",), \"float32\")):\n    A[0] = 1.0\n");
+  EXPECT_NE(err.find("in the quoted dimension \"n +\""), std::string::npos) << err;
+  err = parse_error(
+      "@T.prim_func\ndef main(A: T.Buffer((4,), \"float32\", layout=\"tiled\")):\n"
+      "    A[0] = 1.0\n");
+  EXPECT_NE(err.find("only layout=None"), std::string::npos) << err;
+}
+
 TEST(TvmScriptErrors, AssertTupleMessage) {
   std::string params = "n: T.int32";
   EXPECT_EQ(parse_error(with_body(params, "    assert n > 0, (\"ValueError\", [\"a\", \"b\"])\n")),
