@@ -86,6 +86,22 @@ TEST(TvmScriptCorpus, PrinterGoldens) {
   }
 }
 
+// Printer forms no corpus category covers: float floor division/modulo as TVM's node
+// constructors, and the emu target (an extension) in the dict form.
+TEST(TvmScriptPrinter, FloatFloorDivisionAndEmuTarget) {
+  const std::string text =
+      "# from tvm.script import tirx as T\n\n@T.prim_func\n"
+      "def main(A: T.Buffer((4,), \"float32\"), x: T.float32, y: T.float32):\n"
+      "    T.func_attr({\"target\": T.target({\"host\": \"llvm\", \"kind\": \"emu\"})})\n"
+      "    A[0] = T.FloorDiv(x, y) + T.FloorMod(x, T.float32(2.0))\n"
+      "    A[1] = T.floordiv(x, y)\n";
+  IRModule m = parse(text);
+  std::string printed = print(m->functions[0].second, "main");
+  EXPECT_EQ(printed, text.substr(0, text.size() - std::string("T.floordiv(x, y)\n").size()) +
+                         "T.FloorDiv(x, y)\n");
+  EXPECT_TRUE(structural_equal(parse(printed), m));
+}
+
 /// The message of the ParseError that parsing `text` throws ("" if it parses).
 std::string parse_error(const std::string& text) {
   try {
