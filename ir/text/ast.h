@@ -27,7 +27,8 @@ enum class AK {
   kNone,
   kTuple,
   kList,
-  kDict,  // items: key0, value0, key1, value1, ...
+  kDict,   // items: key0, value0, key1, value1, ...
+  kSlice,  // start:stop[:step] in a subscript; items: start, stop[, step]
 };
 
 struct Ast;
@@ -64,8 +65,8 @@ struct StmtAst {
   Loc loc;
   AstPtr target;      // assignment target; for-loop targets (kTuple of names); with `as` name
   AstPtr annotation;  // annotated assignment
-  AstPtr value;       // expression, assigned value, loop iterable, condition, with item
-  AstPtr message;     // assert message
+  AstPtr value;    // expression, assigned value (null for a bare `x: T.dtype`), loop iterable, ...
+  AstPtr message;  // assert message
   std::vector<StmtPtr> body;
   std::vector<StmtPtr> orelse;
   bool has_else = false;
@@ -77,11 +78,18 @@ struct Param {
   AstPtr annotation;
 };
 
+/// A name with where it is written.
+struct NameAst {
+  std::string name;
+  Loc loc;
+};
+
 struct FuncAst {
   Loc loc;
   std::vector<AstPtr> decorators;
   std::string name;
   Loc name_loc;
+  std::vector<NameAst> type_params;  // def f[m, n](...): int64 shape variables (PEP 695)
   std::vector<Param> params;
   AstPtr ret;
   std::vector<StmtPtr> body;
@@ -89,6 +97,10 @@ struct FuncAst {
 
 struct FileAst {
   bool is_module = false;
+  /// The header names TVM's current dialect (`from tvm.script import tirx as T`, commented or
+  /// not): `x: T.dtype = v` is then a one-element local buffer rather than a Bind.
+  bool tirx = false;
+  std::vector<NameAst> type_vars;  // m = TypeVar("m") before the module: int64 shape variables
   Loc class_loc;
   std::string class_name;
   std::vector<AstPtr> class_decorators;

@@ -8,7 +8,7 @@
 namespace primjit::text_internal {
 namespace {
 
-enum class BufferForm { kParam, kMatch, kAlloc, kDecl, kFree };
+enum class BufferForm { kParam, kMatch, kAlloc, kDecl, kFree, kShared, kLocal };
 
 /// T.Buffer / T.match_buffer / T.alloc_buffer / T.decl_buffer. `data_given` reports whether
 /// `data=` was present; `annotations` receives alloc annotations.
@@ -19,26 +19,37 @@ Buffer buffer_call(Lowerer& lower, const std::string& name, Loc name_loc, const 
   Slots s = form == BufferForm::kMatch
                 ? lower.bind(call, fname,
                              {"param", "shape", "dtype", "data", "strides", "elem_offset", "scope",
-                              "align", "offset_factor"},
+                              "align", "offset_factor", "layout"},
                              2, 3)
-            : form == BufferForm::kAlloc || form == BufferForm::kDecl
+            : form == BufferForm::kAlloc || form == BufferForm::kDecl ||
+                    form == BufferForm::kShared || form == BufferForm::kLocal
                 ? lower.bind(call, fname,
                              {"shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
-                              "offset_factor", "annotations"},
+                              "offset_factor", "annotations", "layout"},
                              1, 2)
                 : lower.bind(call, fname,
                              {"shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
-                              "offset_factor"},
+                              "offset_factor", "layout"},
                              1, 2);
-  std::vector<Expr> shape = lower.expr_tuple(*s[first]);
+  // TVM prints `layout=None` for a buffer without a layout, primjit's only kind.
+  if (const Ast* layout = s.args.back(); layout != nullptr && layout->kind != AK::kNone) {
+    lower.fail(layout->loc, fname + ": only layout=None is supported (primjit has no layouts)");
+  }
+  std::vector<Expr> shape = lower.dim_tuple(*s[first]);
   DataType dtype = s[first + 1] != nullptr ? lower.dtype_arg(s[first + 1]) : DataType::Float(32);
   const Ast* data_ast = s[first + 2];
   std::vector<Expr> strides;
-  if (s[first + 3] != nullptr) strides = lower.expr_tuple(*s[first + 3]);
+  if (s[first + 3] != nullptr) strides = lower.dim_tuple(*s[first + 3]);
   Expr elem_offset;
   if (s[first + 4] != nullptr) elem_offset = lower.expr(*s[first + 4], DataType::Int(32));
   std::optional<std::string> scope;
   if (s[first + 5] != nullptr) scope = lower.string_arg(s[first + 5], "scope");
+  if (form == BufferForm::kShared || form == BufferForm::kLocal) {
+    // T.alloc_shared / T.alloc_local: T.alloc_buffer with the scope fixed.
+    if (scope) lower.fail(s[first + 5]->loc, fname + " takes no scope=; it is in the name");
+    scope = form == BufferForm::kShared ? "shared" : "local";
+    form = BufferForm::kAlloc;
+  }
   int align = s[first + 6] != nullptr ? lower.int_arg(s[first + 6], "align") : 64;
   int offset_factor = s[first + 7] != nullptr ? lower.int_arg(s[first + 7], "offset_factor") : 1;
   if (form == BufferForm::kAlloc || form == BufferForm::kDecl) {
@@ -103,7 +114,7 @@ void match_buffer(Lowerer& lower, const StmtAst& s, bool top, std::vector<Stmt>*
   }
   Slots slots = lower.bind(v, "T.match_buffer",
                            {"param", "shape", "dtype", "data", "strides", "elem_offset", "scope",
-                            "align", "offset_factor"},
+                            "align", "offset_factor", "layout"},
                            2, 3);
   const Ast& param = *slots[0];
   if (param.kind != AK::kName)
@@ -147,6 +158,8 @@ constexpr Form kForms[] = {
     {.name = "match_buffer", .assign = match_buffer},
     {.name = "alloc_buffer", .assign = alloc_buffer<BufferForm::kAlloc>},
     {.name = "decl_buffer", .assign = alloc_buffer<BufferForm::kDecl>},
+    {.name = "alloc_shared", .assign = alloc_buffer<BufferForm::kShared>},
+    {.name = "alloc_local", .assign = alloc_buffer<BufferForm::kLocal>},
 };
 
 }  // namespace

@@ -129,6 +129,28 @@ Expr call_global(Lowerer& lower, const Ast& a) {
   return lower.guard(a.loc, [&] { return Call::make(t, gvar, args); });
 }
 
+/// T.tvm_storage_sync("scope"), or TVM's full form ("scope", is_load=False, num_blocks=-1): a
+/// barrier over the block's threads. Other is_load/num_blocks values are a grid-wide sync,
+/// which primjit does not have.
+Expr storage_sync(Lowerer& lower, const Ast& a) {
+  const std::string fname = form_name(a);
+  Slots s = lower.bind(a, fname, {"storage_scope", "is_load", "num_blocks"}, 1);
+  const std::string& scope = lower.string_arg(s[0], "the storage scope");
+  if (const Ast* is_load = s[1]) {
+    Expr x = lower.expr(*is_load, DataType::Bool());
+    const auto* k = x.as<IntImm>();
+    if (k == nullptr || k->value != 0) {
+      lower.fail(is_load->loc, fname + ": only is_load=False (a block barrier) is supported");
+    }
+  }
+  if (s[2] != nullptr && int_literal(*s[2]) != -1) {
+    lower.fail(s[2]->loc, fname + ": only num_blocks=-1 (a block barrier) is supported");
+  }
+  return lower.guard(a.loc, [&] {
+    return Call::make(DataType::Int(32), Op::get("tvm_storage_sync"), {StringImm::make(scope)});
+  });
+}
+
 constexpr Form kForms[] = {
     {.name = "Cast", .expr = cast},
     {.name = "Select", .expr = select},
@@ -138,6 +160,10 @@ constexpr Form kForms[] = {
     {.name = "truncmod", .expr = binary<Mod>},
     {.name = "floordiv", .expr = binary<FloorDiv>},
     {.name = "floormod", .expr = binary<FloorMod>},
+    // The node constructors, which TVM also accepts for floating operands.
+    {.name = "FloorDiv", .expr = binary<FloorDiv>},
+    {.name = "FloorMod", .expr = binary<FloorMod>},
+    {.name = "tvm_storage_sync", .expr = storage_sync},
     {.name = "Ramp", .expr = ramp},
     {.name = "Broadcast", .expr = broadcast},
     {.name = "Let", .expr = let},

@@ -88,6 +88,33 @@ AttrHead launch_thread(Lowerer& lower, const Ast& call, const Ast* name_ast) {
   return {Ref<Object>(iv.get()), attr::kThreadExtent, extent};
 }
 
+/// The launch of a plain variable in TVM's print, T.attr(threadIdx_x, "thread_extent", n):
+/// TVM's IR has no tag there, so it comes from the name (`threadIdx_x`, `blockIdx_y_1`,
+/// `vthread`: `.` spelled `_`, then TVM's optional `_<k>` uniquifier).
+IterVar thread_of_var(const Var& var, const std::string& name) {
+  std::string base = name;
+  size_t cut = base.find_last_of('_');
+  if (cut != std::string::npos && cut + 1 < base.size() &&
+      base.find_first_not_of("0123456789", cut + 1) == std::string::npos) {
+    base.resize(cut);
+  }
+  std::string tag;
+  for (const char* prefix : {"threadIdx_", "blockIdx_"}) {
+    std::string p = prefix;
+    if (base.size() == p.size() + 1 && base.starts_with(p) &&
+        std::string("xyz").find(base.back()) != std::string::npos) {
+      tag = p.substr(0, p.size() - 1) + "." + base.back();
+    }
+  }
+  if (base == "vthread") tag = base;
+  PRIMJIT_USER_CHECK(!tag.empty())
+      << "thread_extent on the plain variable '" << name
+      << "': TVM's print drops the thread tag, so it is read from the name (threadIdx_x, "
+         "blockIdx_y, vthread); rename it or write "
+      << name << " = T.env_thread(\"threadIdx.x\") / T.launch_thread(\"threadIdx.x\", n)";
+  return IterVar::make(var, tag);
+}
+
 /// T.attr(node, "key", value): node is None, a buffer, an env thread, a target or an expression.
 AttrHead attr(Lowerer& lower, const Ast& call, const Ast* /*name*/) {
   Slots s = lower.bind(call, "T.attr", {"node", "attr_key", "value"}, 3);
@@ -105,6 +132,9 @@ AttrHead attr(Lowerer& lower, const Ast& call, const Ast* /*name*/) {
     }
   } else if (t_call(node_ast) == "target") {
     node = Ref<Object>(lower.target(node_ast).get());
+  } else if (e != nullptr && lower.string_arg(s[1], "the attribute key") == attr::kThreadExtent) {
+    IterVar iv = lower.guard(node_ast.loc, [&] { return thread_of_var(e->var, node_ast.text); });
+    node = Ref<Object>(iv.get());
   } else {
     node = Ref<Object>(lower.expr(node_ast).get());
   }

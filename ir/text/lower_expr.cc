@@ -246,6 +246,8 @@ Expr Lowerer::lower_expr(const Ast& a) {
       fail(a.loc, "a list is not a value here");
     case AK::kDict:
       fail(a.loc, "a dict is not a value here");
+    case AK::kSlice:
+      fail(a.loc, "a slice start:stop is only allowed as a buffer index");
   }
   fail(a.loc, "unsupported expression");
 }
@@ -260,6 +262,11 @@ Expr Lowerer::name_expr(const Ast& a) {
     fail(a.loc, "undefined name '" + a.text + "'");
   }
   if (e->kind == Entity::kBuffer) {
+    // A one-element buffer's bare name is its element (TVMScript's scalar sugar).
+    if (is_scalar_buffer(e->buffer)) {
+      return guard(a.loc,
+                   [&] { return BufferLoad::make(e->buffer, {make_const(DataType::Int(32), 0)}); });
+    }
     fail(a.loc, "buffer '" + a.text + "' is not a value; index it (" + a.text + "[i]) or use " +
                     a.text + ".data");
   }
@@ -304,13 +311,42 @@ std::vector<Expr> Lowerer::indices(const Ast& subscript) {
   std::vector<Expr> out;
   if (subscript.items.size() == 2 && subscript.items[1]->kind == AK::kTuple) {
     const Ast& tuple = *subscript.items[1];
-    for (const AstPtr& item : tuple.items) out.push_back(expr(*item, DataType::Int(32)));
+    for (const AstPtr& item : tuple.items) out.push_back(index(*item));
     return out;
   }
-  for (size_t i = 1; i < subscript.items.size(); ++i) {
-    out.push_back(expr(*subscript.items[i], DataType::Int(32)));
-  }
+  for (size_t i = 1; i < subscript.items.size(); ++i) out.push_back(index(*subscript.items[i]));
   return out;
+}
+
+Expr Lowerer::index(const Ast& a) {
+  if (a.kind != AK::kSlice) return expr(a, DataType::Int(32));
+  // start:stop[:step] is T.Ramp(start, step, (stop - start) / step), as TVM prints vector
+  // accesses; the lane count must be a constant.
+  auto [start, stop] = unify(*a.items[0], *a.items[1]);
+  int64_t step = 1;
+  if (a.items.size() == 3) {
+    std::optional<int64_t> s = int_literal(*a.items[2]);
+    if (!s || *s == 0) fail(a.items[2]->loc, "a slice step must be a nonzero integer literal");
+    step = *s;
+  }
+  std::optional<int64_t> span;
+  const auto* lo = start.as<IntImm>();
+  const auto* hi = stop.as<IntImm>();
+  if (lo != nullptr && hi != nullptr) {
+    span = hi->value - lo->value;
+  } else if (const auto* add = stop.as<Add>(); add != nullptr && same_expr(add->a, start)) {
+    if (const auto* k = add->b.as<IntImm>()) span = k->value;
+  } else if (const auto* sub = stop.as<Sub>(); sub != nullptr && same_expr(sub->a, start)) {
+    if (const auto* k = sub->b.as<IntImm>()) span = -k->value;
+  }
+  if (!span || *span % step != 0 || *span / step <= 0 || *span / step > INT32_MAX) {
+    fail(a.loc,
+         "the lane count of a slice start:stop[:step] must be a positive constant: write stop "
+         "as start + k * step, or use T.Ramp(base, stride, lanes)");
+  }
+  int lanes = static_cast<int>(*span / step);
+  Expr base = start;
+  return guard(a.loc, [&] { return Ramp::make(base, make_const(base.dtype(), step), lanes); });
 }
 
 Expr Lowerer::binary_expr(const Ast& a) {

@@ -10,6 +10,21 @@
 namespace primjit::text_internal {
 namespace {
 
+/// TVM's assert message ("RuntimeError", ["part", ...]): the parts joined. primjit's asserts
+/// have no error kind, so the kind (any string) is dropped.
+std::optional<std::string> assert_parts(const Ast& tuple) {
+  const Ast* list = tuple.items.size() == 2 ? tuple.items[1].get() : nullptr;
+  if (tuple.items[0]->kind != AK::kString || list == nullptr || list->kind != AK::kList) {
+    return std::nullopt;
+  }
+  std::string out;
+  for (const AstPtr& part : list->items) {
+    if (part->kind != AK::kString) return std::nullopt;
+    out += part->text;
+  }
+  return out;
+}
+
 std::string bind_hint(const std::string& name) {
   return "unsupported assignment; bind a value with '" + name + ": T.int32 = value' or '" + name +
          " = T.Bind(value)'";
@@ -19,6 +34,7 @@ std::string bind_hint(const std::string& name) {
 
 IRModule Lowerer::lower(const FileAst& file) {
   std::vector<std::pair<GlobalVar, PrimFunc>> functions;
+  tirx_ = file.tirx;
   if (file.is_module) {
     module_decorator(file);
     class_name_ = file.class_name;
@@ -30,6 +46,7 @@ IRModule Lowerer::lower(const FileAst& file) {
       functions_.emplace(f.name, std::make_pair(GlobalVar::make(f.name), ret));
     }
   }
+  type_vars_ = &file.type_vars;
   for (const FuncAst& f : file.funcs) {
     PrimFunc func = function(f);
     GlobalVar gvar = file.is_module ? functions_.at(f.name).first : GlobalVar::make(f.name);
@@ -137,22 +154,13 @@ AttrValue Lowerer::attr_value(const Ast& a) {
 Target Lowerer::target(const Ast& a) {
   Slots s = bind(a, "T.target", {"kind", "arch", "host"}, 1);
   if (s[0]->kind == AK::kDict) {
-    fail(s[0]->loc,
-         "the target dict form is not supported; write T.target(\"cuda\", "
-         "arch=\"sm_90\", host=\"llvm\")");
+    if (s[1] != nullptr) fail(s[1]->loc, "with a target dict, give the arch as its \"arch\" key");
+    return target_dict(*s[0], s[2]);
   }
   std::string kind = string_arg(s[0], "the target kind");
   std::string arch = s[1] != nullptr ? string_arg(s[1], "arch") : "";
   Target host;
-  if (const Ast* h = s[2]) {
-    if (h->kind == AK::kString) {
-      host = guard(h->loc, [&] { return Target::make(h->text); });
-    } else if (t_call(*h) == "target") {
-      host = target(*h);
-    } else {
-      fail(h->loc, "host= expects a target kind string such as \"llvm\"");
-    }
-  }
+  if (const Ast* h = s[2]) host = host_target(*h);
   return guard(a.loc, [&] { return Target::make(kind, arch, host); });
 }
 
@@ -223,17 +231,9 @@ void Lowerer::statement(const StmtAst& s, bool top, std::vector<Stmt>* out) {
     case SK::kAssign:
       assignment(s, top, out);
       return;
-    case SK::kAnnAssign: {
-      if (s.target->kind != AK::kName) {
-        fail(s.target->loc, "only a plain name can be annotated");
-      }
-      const std::string& name = s.target->text;
-      Var var = rebound_or(name, typed_var(name, *s.annotation, s.target->loc));
-      Expr value = expr(*s.value, var.dtype());
-      out->push_back(guard(s.loc, [&] { return Bind::make(var, value); }));
-      define_var(name, s.target->loc, var);
+    case SK::kAnnAssign:
+      annotated(s, out);
       return;
-    }
     case SK::kFor:
       out->push_back(for_loop(s));
       return;
@@ -259,6 +259,13 @@ void Lowerer::statement(const StmtAst& s, bool top, std::vector<Stmt>* out) {
       Expr message = StringImm::make("");
       if (s.message && s.message->kind == AK::kString) {
         message = StringImm::make(s.message->text);
+      } else if (s.message && s.message->kind == AK::kTuple) {
+        std::optional<std::string> parts = assert_parts(*s.message);
+        if (!parts) {
+          fail(s.message->loc,
+               "a tuple assert message is (\"kind\", [\"part\", ...]) with string parts");
+        }
+        message = StringImm::make(*parts);
       } else if (s.message) {
         message = expr(*s.message);
         const auto* call = message.as<Call>();
@@ -320,6 +327,7 @@ void Lowerer::assignment(const StmtAst& s, bool top, std::vector<Stmt>* out) {
     fail(target.loc, "can only assign to a name or a buffer element");
   }
   const std::string& name = target.text;
+  if (sugar_assignment(s, out)) return;
   std::optional<std::string> fn = t_call(v);
   if (!fn) fail(v.loc, bind_hint(name));
   if (const Form* form = find_form(*fn); form != nullptr && form->assign != nullptr) {
@@ -334,6 +342,14 @@ void Lowerer::assignment(const StmtAst& s, bool top, std::vector<Stmt>* out) {
                       *fn + " = value");
     }
     Var var = typed_var(name, v, target.loc);
+    if (implicit_vars_.erase(name) != 0) {
+      // `n = T.int32()` after a quoted "n" in a shape names the variable the shape defined.
+      const Entity* e = lookup(name);
+      if (e->var.dtype() != var.dtype()) {
+        fail(v.loc, "'" + name + "' was defined as an int32 shape variable by \"" + name + "\"");
+      }
+      return;
+    }
     define_var(name, target.loc, var);
     return;
   }
@@ -474,6 +490,14 @@ PrimFunc Lowerer::function(const FuncAst& f) {
   state_ = &state;
   scopes_ = ScopeStack<std::unordered_map<std::string, Entity>>();
   closed_.clear();
+  implicit_vars_.clear();
+  // int64 shape variables TVM prints as type variables (`m = TypeVar("m")`, `def f[m](...)`):
+  // free variables of each function that uses them.
+  for (const std::vector<NameAst>* names : {type_vars_, &f.type_params}) {
+    for (const NameAst& n : *names) {
+      define_var(n.name, n.loc, guard(n.loc, [&] { return Var::make(n.name, DataType::Int(64)); }));
+    }
+  }
   std::unordered_map<std::string, Loc> seen;
   for (const Param& p : f.params) {
     if (!seen.emplace(p.name, p.loc).second) fail(p.loc, "duplicate parameter '" + p.name + "'");

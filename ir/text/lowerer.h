@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -61,6 +62,9 @@ struct FunctionState {
 };
 
 // --- small syntax-tree queries ----------------------------------------------------------------
+
+/// A buffer of shape (1,): its bare name reads and writes its one element (TVMScript's sugar).
+bool is_scalar_buffer(const Buffer& buffer);
 
 /// `T.name` (or `I.name`): the attribute name, else nullopt.
 std::optional<std::string> ns_attr(const Ast& a, const char* ns);
@@ -166,6 +170,13 @@ class Lowerer {
   AttrValue attr_value(const Ast& a);
   Target target(const Ast& a);
 
+  // --- TVM's printed forms (lower_sugar.cc) ---------------------------------------------------
+  /// Whether the file's header names the tirx dialect (see FileAst::tirx).
+  bool tirx() const { return tirx_; }
+  /// A shape or stride: an expression, or a quoted variable name ("n") that defines it.
+  Expr dim_expr(const Ast& a);
+  std::vector<Expr> dim_tuple(const Ast& a);
+
   // --- statements -----------------------------------------------------------------------------
   /// Lowers stmts[begin:] of one block. `top` is true in the function's top-level block (and in
   /// the rest of it after a concise launch), where header statements are allowed.
@@ -184,6 +195,7 @@ class Lowerer {
   Expr load_expr(const Ast& a);
   Buffer buffer_name(const Ast& a);
   std::vector<Expr> indices(const Ast& subscript);
+  Expr index(const Ast& a);
   Expr binary_expr(const Ast& a);
   Expr call_expr(const Ast& a);
   Expr module_call(const Ast& a, const std::string& fname);
@@ -197,6 +209,16 @@ class Lowerer {
   void statement(const StmtAst& s, bool top, std::vector<Stmt>* out);
   void expr_statement(const StmtAst& s, bool top, std::vector<Stmt>* out);
   void assignment(const StmtAst& s, bool top, std::vector<Stmt>* out);
+  void annotated(const StmtAst& s, std::vector<Stmt>* out);
+  /// `x = v` as a store to a one-element buffer, a buffer view, or (tirx) a new one-element
+  /// buffer; false when it is none of these.
+  bool sugar_assignment(const StmtAst& s, std::vector<Stmt>* out);
+  void scalar_buffer(const std::string& name, Loc name_loc, DataType dtype, const Expr& value,
+                     Loc loc, std::vector<Stmt>* out);
+  void buffer_view(const StmtAst& s, const Buffer& parent, std::vector<Stmt>* out);
+  Target host_target(const Ast& h);
+  Expr quoted_dim(const Ast& a);
+  Target target_dict(const Ast& d, const Ast* host_kw);
   Stmt with_stmt(const StmtAst& s);
   Stmt for_loop(const StmtAst& s);
   DataType return_type(const Ast& ann);
@@ -211,6 +233,10 @@ class Lowerer {
   std::unordered_map<std::string, Entity> closed_;  // definitions of blocks that have ended
   FunctionState* state_ = nullptr;
   int docstring_line_ = -1;
+  bool tirx_ = false;
+  std::set<std::string> implicit_vars_;
+  const std::vector<NameAst>* type_vars_ =
+      nullptr;  // the file's TypeVar declarations  // defined by a quoted name in a shape ("n")
 };
 
 }  // namespace primjit::text_internal

@@ -51,6 +51,22 @@ std::string float_repr(double value) {
 
 std::string dtype_ctor(DataType t) { return "T." + t.str(); }
 
+namespace {
+
+/// A target as TVM's config: the kind alone as a string, else a dict with sorted keys.
+std::string target_config(const Target& target) {
+  const TargetNode* t = target.get();
+  if (t->arch.empty() && !t->host.defined()) return quote(t->kind);
+  std::string out = "{";
+  if (!t->arch.empty()) out += "\"arch\": " + quote(t->arch) + ", ";
+  if (t->host.defined()) out += "\"host\": " + target_config(t->host) + ", ";
+  return out + "\"kind\": " + quote(t->kind) + "}";
+}
+
+}  // namespace
+
+std::string target_text(const Target& target) { return "T.target(" + target_config(target) + ")"; }
+
 std::string Printer::attr_value(const AttrValue& value) {
   if (value.is_bool()) return value.as_bool() ? "True" : "False";
   if (value.is_int()) return std::to_string(value.as_int());
@@ -62,7 +78,7 @@ std::string Printer::attr_value(const AttrValue& value) {
   }
   if (value.is_string()) return quote(value.as_string());
   if (value.is_target()) {
-    return value.as_target().defined() ? value.as_target().str() : "None";
+    return value.as_target().defined() ? target_text(value.as_target()) : "None";
   }
   if (value.is_array()) {
     std::string out = "[";
@@ -91,8 +107,43 @@ std::string Printer::attr_dict(const Attrs& attrs) {
 std::string Printer::indices(const std::vector<Expr>& idx) {
   if (idx.empty()) return "[()]";
   std::string out = "[";
-  for (size_t i = 0; i < idx.size(); ++i) out += (i ? ", " : "") + expr(idx[i]);
+  for (size_t i = 0; i < idx.size(); ++i) out += (i ? ", " : "") + index(idx[i]);
   return out + "]";
+}
+
+/// An index; a Ramp with a constant stride prints as TVM's slice start:stop[:step], with stop
+/// written `start + lanes * step` (folded), which the parser reads back as the same Ramp.
+std::string Printer::index(const Expr& e) {
+  const auto* ramp = e.as<Ramp>();
+  const auto* stride = ramp != nullptr ? ramp->stride.as<IntImm>() : nullptr;
+  if (stride == nullptr || stride->value == 0 || stride->dtype != ramp->base.dtype() ||
+      !stride->dtype.is_int()) {
+    return expr(e);
+  }
+  DataType t = stride->dtype;
+  int64_t span = 0;
+  if (__builtin_mul_overflow(stride->value, int64_t{ramp->lanes}, &span)) return expr(e);
+  auto fits = [&](int64_t v) {
+    return t.bits() >= 64 ||
+           (v >= -(int64_t{1} << (t.bits() - 1)) && v < (int64_t{1} << (t.bits() - 1)));
+  };
+  if (!fits(span) || span == INT64_MIN) return expr(e);
+  std::string stop;
+  std::string start;
+  if (const auto* base = ramp->base.as<IntImm>()) {
+    int64_t end = 0;
+    if (__builtin_add_overflow(base->value, span, &end) || !fits(end)) return expr(e);
+    start = int_literal(t, base->value);
+    stop = int_literal(t, end);
+  } else {
+    int prec = kPrecAtom;
+    start = expr_inner(ramp->base, &prec);  // once: printing names things on first sight
+    std::string k = int_literal(t, span < 0 ? -span : span);
+    stop = (prec < kPrecAdd ? "(" + start + ")" : start) + (span < 0 ? " - " : " + ") + k;
+  }
+  std::string out = start + ":" + stop;
+  if (stride->value != 1) out += ":" + int_literal(t, stride->value);
+  return out;
 }
 
 std::string Printer::args(const std::vector<Expr>& list, size_t from) {
@@ -177,9 +228,14 @@ std::string Printer::expr_inner(const Expr& e, int* prec) {
     }
     case NodeKind::kMod:
       return call("T.truncmod", {e.as<Mod>()->a, e.as<Mod>()->b});
+    // TVM's `//` and `%` need integers; its node constructors take floats too.
     case NodeKind::kFloorDiv:
+      if (e.dtype().is_floating())
+        return call("T.FloorDiv", {e.as<FloorDiv>()->a, e.as<FloorDiv>()->b});
       return binary(e.as<FloorDiv>()->a, "//", e.as<FloorDiv>()->b, kPrecMul, prec);
     case NodeKind::kFloorMod:
+      if (e.dtype().is_floating())
+        return call("T.FloorMod", {e.as<FloorMod>()->a, e.as<FloorMod>()->b});
       return binary(e.as<FloorMod>()->a, "%", e.as<FloorMod>()->b, kPrecMul, prec);
     case NodeKind::kMin:
       return call("T.min", {e.as<Min>()->a, e.as<Min>()->b});
@@ -216,6 +272,9 @@ std::string Printer::expr_inner(const Expr& e, int* prec) {
       const auto* op = e.as<Let>();
       std::string value = expr(op->value);
       std::string name = define_var(op->var);
+      // As TVM prints it: the bound variable is declared first (TVM's `where` keys must be
+      // existing variables); the parser binds a new one scoped to the body either way.
+      declare(name + " = " + free_var_ctor(op->var.get()));
       return "T.Let(" + expr(op->body) + ", where={" + name + ": " + value + "})";
     }
     case NodeKind::kBufferLoad: {

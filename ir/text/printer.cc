@@ -250,7 +250,9 @@ std::string Printer::buffer_args(const Buffer& buffer, const std::string& name, 
   }
   if (!buffer->strides.empty()) out += ", strides=" + shape_tuple(buffer->strides);
   if (!is_zero_int32(buffer->elem_offset)) out += ", elem_offset=" + expr(buffer->elem_offset);
-  if (introduce && buffer->scope() != "global") out += ", scope=" + quote(buffer->scope());
+  if (introduce && buffer->scope() != "global" && form != BufferForm::kAllocScoped) {
+    out += ", scope=" + quote(buffer->scope());
+  }
   if (buffer->data_alignment != 64) out += ", align=" + std::to_string(buffer->data_alignment);
   if (buffer->offset_factor != 1) {
     out += ", offset_factor=" + std::to_string(buffer->offset_factor);
@@ -318,7 +320,12 @@ void Printer::stmt(const Stmt& s, int indent, bool last) {
       const auto* op = s.as<Bind>();
       std::string value = expr(op->value);
       std::string name = define_var(op->var);
-      line(indent, name + ": " + annotation(op->var.get()) + " = " + value);
+      // TVM's Bind spelling: `x: T.int32 = v` is a one-element buffer in its dialect. It has no
+      // T.boolxN, so a bool vector takes its type from the value.
+      const VarNode* var = op->var.get();
+      bool from_value = var->dtype.is_bool() && var->dtype.is_vector() && !var->is_size_var;
+      std::string type = from_value ? "T.let" : "T.let[" + annotation(var) + "]";
+      line(indent, name + ": " + type + " = " + value);
       break;
     }
     case NodeKind::kAttrStmt:
@@ -341,10 +348,20 @@ void Printer::stmt(const Stmt& s, int indent, bool last) {
     }
     case NodeKind::kAllocBuffer: {
       const auto* op = s.as<AllocBuffer>();
-      std::string name = define_buffer(op->buffer);
-      std::string args = buffer_args(op->buffer, name, BufferForm::kAlloc);
+      const Buffer& buffer = op->buffer;
+      std::string name = define_buffer(buffer);
+      // T.alloc_shared / T.alloc_local, as TVM prints them, when the scope is not spelled by a
+      // data= argument.
+      const VarNode* data = buffer->data.get();
+      bool introduce = var_names_.count(data) == 0 && data->pointee == buffer->dtype;
+      const char* sugar = !introduce                    ? nullptr
+                          : buffer->scope() == "shared" ? "T.alloc_shared"
+                          : buffer->scope() == "local"  ? "T.alloc_local"
+                                                        : nullptr;
+      std::string args = buffer_args(
+          buffer, name, sugar != nullptr ? BufferForm::kAllocScoped : BufferForm::kAlloc);
       if (!op->annotations.empty()) args += ", annotations=" + attr_dict(op->annotations);
-      line(indent, name + " = T.alloc_buffer(" + args + ")");
+      line(indent, name + " = " + (sugar != nullptr ? sugar : "T.alloc_buffer") + "(" + args + ")");
       break;
     }
     case NodeKind::kDeclBuffer: {
@@ -429,7 +446,7 @@ void Printer::attr_stmt(const AttrStmt* op, int indent, bool last, size_t mark) 
   } else if (const auto* buffer = op->node.as<BufferNode>()) {
     node = buffer_ref(Buffer(buffer));
   } else if (const auto* target = op->node.as<TargetNode>()) {
-    node = Target(Ref<TargetNode>(target)).str();
+    node = target_text(Target(Ref<TargetNode>(target)));
   } else {
     node = std::string("<") + node_kind_name(op->node.kind()) + ">";
   }
@@ -573,7 +590,7 @@ namespace primjit {
 
 std::string print(const IRModule& module) {
   std::string out =
-      "# from tvm.script import ir as I\n# from tvm.script import tir as T\n\n@I.ir_module\n"
+      "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n@I.ir_module\n"
       "class Module:\n";
   // Sorted by name (the module keeps them sorted), `main` last.
   std::vector<std::pair<GlobalVar, PrimFunc>> functions = module->functions;
@@ -589,7 +606,7 @@ std::string print(const IRModule& module) {
 }
 
 std::string print(const PrimFunc& func, std::string_view name) {
-  return "# from tvm.script import tir as T\n\n" +
+  return "# from tvm.script import tirx as T\n\n" +
          text_internal::Printer(nullptr, false).function(func, std::string(name), 0);
 }
 

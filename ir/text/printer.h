@@ -15,6 +15,7 @@
 
 #include "primjit/ir/function.h"
 #include "primjit/ir/stmt.h"
+#include "primjit/ir/target.h"
 
 namespace primjit::text_internal {
 
@@ -39,6 +40,9 @@ std::string quote(std::string_view text);
 std::string float_repr(double value);
 /// `T.<dtype>`.
 std::string dtype_ctor(DataType t);
+/// `T.target("llvm")`, or with an arch or host TVM's config dict
+/// `T.target({"arch": "sm_90", "host": "llvm", "kind": "cuda"})` (keys sorted, as TVM prints).
+std::string target_text(const Target& target);
 
 /// What the pre-pass found about a thread variable.
 struct ThreadInfo {
@@ -61,7 +65,7 @@ class Printer {
   std::string expr_alone(const Expr& e) { return expr(e); }
 
  private:
-  enum class BufferForm { kParam, kMatch, kAlloc, kDecl, kFree };
+  enum class BufferForm { kParam, kMatch, kAlloc, kAllocScoped, kDecl, kFree };
 
   // --- names (printer.cc) ---------------------------------------------------------------------
   std::string fresh_name(const std::string& hint);
@@ -98,6 +102,7 @@ class Printer {
   std::string attr_value(const AttrValue& value);
   std::string attr_dict(const Attrs& attrs);
   std::string indices(const std::vector<Expr>& idx);
+  std::string index(const Expr& e);
   std::string args(const std::vector<Expr>& list, size_t from = 0);
   static std::string int_literal(DataType t, int64_t value);
   static std::string typed_int(const IntImm* imm);

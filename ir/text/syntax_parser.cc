@@ -30,8 +30,10 @@ class SyntaxParser {
 
   FileAst file() {
     FileAst out;
+    out.tirx = tirx_header();
     skip_newlines();
     while (is_name("from") || is_name("import")) import_line();
+    while (peek().kind == Tok::kName && is_op("=", 1)) out.type_vars.push_back(type_var_line());
     if (!is_op("@")) {
       fail_here("expected a decorated definition: @I.ir_module class or @T.prim_func def");
     }
@@ -70,6 +72,14 @@ class SyntaxParser {
       fail_here("expected the end of the text: one @I.ir_module class or one @T.prim_func");
     }
     return out;
+  }
+
+  AstPtr expression_only() {
+    skip_newlines();
+    AstPtr e = expr();
+    skip_newlines();
+    if (peek().kind != Tok::kEnd) fail_here("expected one expression");
+    return e;
   }
 
  private:
@@ -149,14 +159,58 @@ class SyntaxParser {
     }
     static const char* kAllowed[] = {"from tvm.script import ir as I",
                                      "from tvm.script import tir as T",
-                                     "from tvm.script import tirx as T", "import tvm"};
+                                     "from tvm.script import tirx as T",
+                                     "from tvm.tirx.layout import Axis",
+                                     "from __future__ import annotations",
+                                     "from typing import TypeVar",
+                                     "import tvm"};
     bool ok = false;
     for (const char* allowed : kAllowed) ok = ok || text == allowed;
     if (!ok)
-      src_.fail(loc,
-                "unsupported import; only 'from tvm.script import tir as T' and "
-                "'from tvm.script import ir as I' may appear");
+      src_.fail(
+          loc,
+          "unsupported import; only TVMScript's header lines may appear ('from "
+          "tvm.script import tir as T' or 'tirx as T', 'from tvm.script import ir as I', "
+          "'from tvm.tirx.layout import Axis', 'from typing import TypeVar', 'from __future__ "
+          "import annotations')");
     skip_newlines();
+  }
+
+  /// `m = TypeVar("m")`: how TVM declares an int64 shape variable before the module when it
+  /// cannot use PEP 695 type parameters.
+  NameAst type_var_line() {
+    NameAst out{.name = expect_name("a type variable name"), .loc = tokens_[pos_ - 1].loc};
+    expect_op("=");
+    if (!accept_name("TypeVar"))
+      fail_here("expected TypeVar(\"" + out.name + "\") before the module");
+    expect_op("(");
+    if (peek().kind != Tok::kString || peek().text != out.name) {
+      fail_here("expected TypeVar(\"" + out.name + "\"): the string must repeat the name");
+    }
+    next();
+    expect_op(")");
+    expect(Tok::kNewline, "a new line after TypeVar(...)");
+    skip_newlines();
+    return out;
+  }
+
+  /// Whether a header line before the first decorator, commented or not, imports the tirx
+  /// dialect.
+  bool tirx_header() const {
+    std::string_view text = src_.text();
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t end = text.find('\n', pos);
+      if (end == std::string_view::npos) end = text.size();
+      std::string_view line = text.substr(pos, end - pos);
+      pos = end + 1;
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+      if (!line.empty() && line.front() == '@') break;
+      if (line.starts_with("#")) line.remove_prefix(1);
+      while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+      if (line == "from tvm.script import tirx as T") return true;
+    }
+    return false;
   }
 
   std::vector<AstPtr> decorator_list() {
@@ -176,6 +230,14 @@ class SyntaxParser {
     if (!accept_name("def")) fail_here("expected 'def' after the decorator");
     f.name_loc = peek().loc;
     f.name = expect_name("a function name");
+    if (accept_op("[")) {  // PEP 695 type parameters: int64 shape variables
+      while (!is_op("]")) {
+        Loc loc = peek().loc;
+        f.type_params.push_back({expect_name("a type parameter name"), loc});
+        if (!accept_op(",")) break;
+      }
+      expect_op("]");
+    }
     expect_op("(");
     while (!is_op(")")) {
       Param p;
@@ -369,10 +431,7 @@ class SyntaxParser {
       next();
       s->target = std::move(first);
       s->annotation = expr();
-      if (!accept_op("=")) {
-        src_.fail(s->target->loc, "an annotated variable needs a value: name: T.int32 = value");
-      }
-      s->value = expr();
+      if (accept_op("=")) s->value = expr();
       return s;
     }
     if (is_op("=")) {
@@ -583,9 +642,10 @@ class SyntaxParser {
         n->items.push_back(std::move(e));
         if (is_op("]")) fail_here("expected an index");
         while (!is_op("]")) {
-          if (is_op(":")) fail_here("slices are not supported; use T.Ramp for vector indices");
-          n->items.push_back(expr());
-          if (is_op(":")) fail_here("slices are not supported; use T.Ramp for vector indices");
+          if (is_op(":")) fail_here("a slice needs a start: write start:stop");
+          AstPtr index = expr();
+          if (is_op(":")) index = slice(std::move(index));
+          n->items.push_back(std::move(index));
           if (!accept_op(",")) break;
         }
         expect_op("]");
@@ -594,6 +654,18 @@ class SyntaxParser {
         return e;
       }
     }
+  }
+
+  /// start:stop[:step] after its start, at the ':'.
+  AstPtr slice(AstPtr start) {
+    AstPtr n = node(AK::kSlice, start->loc);
+    n->op_loc = peek().loc;
+    n->items.push_back(std::move(start));
+    expect_op(":");
+    if (is_op("]") || is_op(",") || is_op(":")) fail_here("a slice needs a stop: write start:stop");
+    n->items.push_back(expr());
+    if (accept_op(":")) n->items.push_back(expr());
+    return finish(std::move(n));
   }
 
   void call_arguments(Ast* call) {
@@ -718,6 +790,10 @@ class SyntaxParser {
 
 FileAst parse_syntax(const Source& source, std::vector<Token> tokens) {
   return SyntaxParser(source, std::move(tokens)).file();
+}
+
+AstPtr parse_expression(const Source& source, std::vector<Token> tokens) {
+  return SyntaxParser(source, std::move(tokens)).expression_only();
 }
 
 }  // namespace primjit::text_internal

@@ -13,4 +13,7 @@ namespace primjit::text_internal {
 /// The syntax tree of one file: one @I.ir_module class or one @T.prim_func. Throws ParseError.
 FileAst parse_syntax(const Source& source, std::vector<Token> tokens);
 
+/// One expression on its own (the text of a quoted dimension, "n + 1"). Throws ParseError.
+AstPtr parse_expression(const Source& source, std::vector<Token> tokens);
+
 }  // namespace primjit::text_internal

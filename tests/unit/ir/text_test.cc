@@ -197,7 +197,7 @@ TEST(TextPrinter, ModuleHeaderAndFunctionOrderMainLast) {
                                {GlobalVar::make("main"), func_of(nop)},
                                {GlobalVar::make("alpha"), func_of(nop)}});
   std::string text = print(m);
-  EXPECT_EQ(text.rfind("# from tvm.script import ir as I\n# from tvm.script import tir as T\n\n"
+  EXPECT_EQ(text.rfind("# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
                        "@I.ir_module\nclass Module:\n",
                        0),
             0u);
@@ -211,13 +211,13 @@ TEST(TextPrinter, ModuleHeaderAndFunctionOrderMainLast) {
 TEST(TextPrinter, SingleFunctionHeader) {
   PrimFunc f = func_of(Evaluate::make(make_const(0)));
   EXPECT_EQ(print(f, "kern"),
-            "# from tvm.script import tir as T\n\n"
+            "# from tvm.script import tirx as T\n\n"
             "@T.prim_func\n"
             "def kern():\n"
             "    T.func_attr({\"global_symbol\": \"main\"})\n"
             "    T.evaluate(0)\n");
   EXPECT_EQ(print(f, "main"),
-            "# from tvm.script import tir as T\n\n"
+            "# from tvm.script import tirx as T\n\n"
             "@T.prim_func\n"
             "def main():\n"
             "    T.evaluate(0)\n");
@@ -339,16 +339,16 @@ TEST(TextPrinter, NamesAreUniqueSanitizedAndDeterministic) {
   seq.push_back(BufferStore::make(out, sum, {make_const(0)}));
   std::string body = print_body(SeqStmt::make(seq), {h}, {{h, out}});
   EXPECT_EQ(body,
-            "    i: T.int32 = 1\n"
-            "    i_1: T.int32 = 1\n"
-            "    i_1_1: T.int32 = 1\n"
-            "    i_2: T.int32 = 1\n"
-            "    for_: T.int32 = 1\n"
-            "    T_: T.int32 = 1\n"
-            "    a_b: T.int32 = 1\n"
-            "    v0x: T.int32 = 1\n"
-            "    v: T.int32 = 1\n"
-            "    A_1: T.int32 = 1\n"
+            "    i: T.let[T.int32] = 1\n"
+            "    i_1: T.let[T.int32] = 1\n"
+            "    i_1_1: T.let[T.int32] = 1\n"
+            "    i_2: T.let[T.int32] = 1\n"
+            "    for_: T.let[T.int32] = 1\n"
+            "    T_: T.let[T.int32] = 1\n"
+            "    a_b: T.let[T.int32] = 1\n"
+            "    v0x: T.let[T.int32] = 1\n"
+            "    v: T.let[T.int32] = 1\n"
+            "    A_1: T.let[T.int32] = 1\n"
             "    A[0] = 0 + i + i_1 + i_1_1 + i_2 + for_ + T_ + a_b + v0x + v + A_1\n");
   expect_round_trip(IRModule::from_function("main", func_of(SeqStmt::make(seq), {h}, {{h, out}})));
 }
@@ -461,7 +461,7 @@ TEST(TextPrinter, BufferParamsInlineWhenSimpleElseMatchBuffer) {
   PrimFunc f = PrimFunc::make({n, ha, hb, hc}, {{ha, a}, {hb, b}, {hc, c}}, body, DataType::Void(),
                               {{attr::kGlobalSymbol, AttrValue("main")}});
   EXPECT_EQ(print(f),
-            "# from tvm.script import tir as T\n\n"
+            "# from tvm.script import tirx as T\n\n"
             "@T.prim_func\n"
             "def main(n: T.int32, A: T.Buffer((n, 4), \"float32\"), b: T.handle, c: T.handle):\n"
             "    m = T.int32(is_size_var=True)\n"
@@ -482,7 +482,7 @@ TEST(TextPrinter, FuncAttrsSortedAndGlobalSymbolShownOnlyWhenDifferent) {
   EXPECT_EQ(
       body_of(print(f, "main")),
       "    T.func_attr({\"a_flag\": True, \"global_symbol\": \"other\", \"list\": [1, \"s\"], "
-      "\"target\": T.target(\"cuda\", arch=\"sm_90\", host=\"llvm\")})\n"
+      "\"target\": T.target({\"arch\": \"sm_90\", \"host\": \"llvm\", \"kind\": \"cuda\"})})\n"
       "    T.evaluate(0)\n");
   EXPECT_NE(print(f, "main").find("@T.prim_func\ndef main():"), std::string::npos);
   expect_round_trip(IRModule::from_function("main", f));
@@ -773,7 +773,7 @@ TEST(TextParser, RejectsWhatTheSubsetLacks) {
                            "return",
                            "T.evaluate([a])",
                            "T.evaluate(a < b < a)",
-                           "x: T.int32",
+                           "x: T.handle",  // `x: T.int32` is a one-element buffer
                            "T.evaluate(Module.f(a))",
                            "T.evaluate(T.call_intrin(\"int32\", \"nope\"))",
                            "lambda: a",

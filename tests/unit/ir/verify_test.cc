@@ -82,7 +82,7 @@ TEST(VerifyWellFormed, BindInsideLoopIsNotVisibleAfterIt) {
                                    }));
   std::string e = only_error(f);
   EXPECT_TRUE(contains(e, "variable 'x' is used out of scope")) << e;
-  EXPECT_TRUE(contains(e, "x: T.int32 = i * 2")) << "names the definition: " << e;
+  EXPECT_TRUE(contains(e, "x: T.let[T.int32] = i * 2")) << "names the definition: " << e;
 }
 
 TEST(VerifyWellFormed, LoopVariableUsedAfterItsLoop) {
