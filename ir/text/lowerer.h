@@ -21,9 +21,9 @@
 #include <utility>
 #include <vector>
 
+#include "ir/scope_stack.h"
 #include "ir/text/ast.h"
 #include "primjit/ir/function.h"
-#include "ir/scope_stack.h"
 #include "primjit/ir/stmt.h"
 
 namespace primjit::text_internal {
