@@ -35,7 +35,7 @@ std::string symbol_of(const std::string& name, const PrimFunc& f) {
   return symbol;
 }
 
-std::string preamble(const ModuleState& m, const std::vector<std::string>& kernel_names,
+std::string preamble(const CudaModuleState& m, const std::vector<std::string>& kernel_names,
                      const std::string& arch) {
   SourceWriter w;
   std::string list;
@@ -92,7 +92,7 @@ std::string preamble(const ModuleState& m, const std::vector<std::string>& kerne
 
 CudaModuleSource codegen_cuda(const IRModule& lowered, const CudaCodegenOptions& options) {
   CudaModuleSource out;
-  ModuleState state;
+  CudaModuleState state;
   state.options = options;
   for (const char* helper : {"primjit_reinterpret", "primjit_cp_async", "signbit"}) {
     state.reserved.insert(helper);

@@ -55,7 +55,7 @@ int64_t static_thread_count(const Stmt& body) {
 
 }  // namespace
 
-CudaPrinter::CudaPrinter(ModuleState& m, std::string symbol, bool is_kernel)
+CudaPrinter::CudaPrinter(CudaModuleState& m, std::string symbol, bool is_kernel)
     : CPrinter("CUDA code generation", std::move(symbol), is_kernel, m.reserved,
                m.options.max_unroll),
       m_(m) {}

@@ -21,7 +21,7 @@ namespace primjit::jit {
 enum class Helper { kReinterpret, kCpAsync };
 
 // State shared by the functions of one module.
-struct ModuleState {
+struct CudaModuleState {
   CudaCodegenOptions options;
   bool uses_fp16 = false;
   bool uses_bf16 = false;
@@ -36,7 +36,7 @@ struct ModuleState {
 
 class CudaPrinter final : public CPrinter {
  public:
-  CudaPrinter(ModuleState& m, std::string symbol, bool is_kernel);
+  CudaPrinter(CudaModuleState& m, std::string symbol, bool is_kernel);
 
   /// Threads per block of a kernel when every threadIdx extent is constant, else 0.
   int64_t static_threads() const { return static_threads_; }
@@ -83,7 +83,7 @@ class CudaPrinter final : public CPrinter {
   Code lower_commit_group(const Call* op, int lane);
   Code lower_wait_group(const Call* op, int lane);
 
-  ModuleState& m_;
+  CudaModuleState& m_;
   std::string dyn_shared_buffer_;
   int dyn_shared_align_ = 0;
   int64_t static_threads_ = 0;

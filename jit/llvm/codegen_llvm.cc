@@ -94,7 +94,7 @@ HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix
   HostModule out;
   out.context = std::make_unique<llvm::LLVMContext>();
   out.module = std::make_unique<llvm::Module>("primjit_host" + symbol_suffix, *out.context);
-  ModuleState state{*out.context, *out.module, module, symbol_suffix, options, {}, {}, 0};
+  LlvmModuleState state{*out.context, *out.module, module, symbol_suffix, options, {}, {}, 0};
   llvm::IRBuilder<> types(*out.context);
 
   // Declarations first, so functions can call each other in any order.

@@ -22,7 +22,7 @@ namespace primjit::jit {
 using llvm::Value;
 
 // State shared by the functions of one module.
-struct ModuleState {
+struct LlvmModuleState {
   llvm::LLVMContext& ctx;
   llvm::Module& mod;
   const IRModule& ir;
@@ -36,7 +36,7 @@ struct ModuleState {
 class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
                         public StmtFunctor<FunctionCodegen, void> {
  public:
-  FunctionCodegen(ModuleState& m, llvm::Function* fn, bool returns_error, bool in_parallel)
+  FunctionCodegen(LlvmModuleState& m, llvm::Function* fn, bool returns_error, bool in_parallel)
       : m_(m), fn_(fn), b_(m.ctx), returns_error_(returns_error), in_parallel_(in_parallel) {
     llvm::BasicBlock* entry = llvm::BasicBlock::Create(m_.ctx, "entry", fn_);
     b_.SetInsertPoint(entry);
@@ -185,7 +185,7 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
   // T.parallel: body(i, closure) -> int32 run by primjit_rt_parallel_for.
   void parallel_for(const For* op);
 
-  ModuleState& m_;
+  LlvmModuleState& m_;
   llvm::Function* fn_;
   llvm::IRBuilder<> b_;
   bool returns_error_;
