@@ -27,8 +27,8 @@
 // - A new family: a new simplify_<family>.cc, its rule declared in Rewriter below and
 //   dispatched from visit(), the file listed in ir/CMakeLists.txt.
 // - Test it: a check(input, expected) row in the family's table in
-//   tests/unit/ir/arith_test.cc and, where a pass shows it, a case in
-//   tests/passes/simplify.tir; the random-binding property tests there check soundness.
+//   tests/unit/ir/arith_simplify_test.cc and, where a pass shows it, a case in
+//   tests/passes/simplify.tir; arith_property_test.cc checks soundness with random bindings.
 #pragma once
 
 #include <optional>
