@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 namespace primjit::hashing {
@@ -34,6 +35,30 @@ inline uint64_t fnv1a(std::string_view text) {
     h ^= c;
     h *= 0x100000001b3ULL;
   }
+  return h;
+}
+
+/// A 64-bit hash of `bytes` (cache file names, remote keys: the values are part of the on-disk
+/// and on-server formats, never change them). Each step is a bijection of the state for a given
+/// word, so a changed word always changes the result; the length is folded in first. Then a
+/// final avalanche (murmur3's).
+inline uint64_t hash_bytes(std::string_view bytes, uint64_t seed = 0) {
+  uint64_t h = seed ^ (bytes.size() * 0xC2B2AE3D27D4EB4Full);
+  size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, bytes.data() + i, 8);
+    h = (h ^ w) * kGoldenRatio;
+    h = (h << 31) | (h >> 33);
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, bytes.data() + i, bytes.size() - i);
+  h = (h ^ tail) * kGoldenRatio;
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDull;
+  h ^= h >> 33;
+  h *= 0xC4CEB9FE1A85EC53ull;
+  h ^= h >> 33;
   return h;
 }
 

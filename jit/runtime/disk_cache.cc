@@ -98,29 +98,6 @@ std::string first_difference(std::string_view expected, std::string_view found) 
 
 }  // namespace
 
-uint64_t hash_bytes(std::string_view bytes, uint64_t seed) {
-  // Each step is a bijection of the state for a given word, so a changed word always changes
-  // the result; lengths are checked separately. Then a final avalanche.
-  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
-  uint64_t h = seed ^ (bytes.size() * 0xC2B2AE3D27D4EB4Full);
-  size_t i = 0;
-  for (; i + 8 <= bytes.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, bytes.data() + i, 8);
-    h = (h ^ w) * kMul;
-    h = (h << 31) | (h >> 33);
-  }
-  uint64_t tail = 0;
-  std::memcpy(&tail, bytes.data() + i, bytes.size() - i);
-  h = (h ^ tail) * kMul;
-  h ^= h >> 33;
-  h *= 0xFF51AFD7ED558CCDull;
-  h ^= h >> 33;
-  h *= 0xC4CEB9FE1A85EC53ull;
-  h ^= h >> 33;
-  return h;
-}
-
 std::string encode_variant(const CachedVariant& v) {
   Writer w;
   w.str(v.host.object);

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/hash_mix.h"
 #include "jit/cuda/device_code.h"
 #include "jit/runtime/host_program.h"
 #include "jit/runtime/private_dir.h"
@@ -40,7 +41,7 @@ std::string encode_variant(const CachedVariant& variant);
 bool decode_variant(std::string_view payload, CachedVariant* variant, std::string* problem);
 
 /// A fast 64-bit hash (not cryptographic): file names.
-uint64_t hash_bytes(std::string_view bytes, uint64_t seed = 0);
+using hashing::hash_bytes;
 
 class DiskCache {
  public:
