@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "primjit/error.h"
 #include "ir/hash_mix.h"
+#include "primjit/error.h"
 
 namespace primjit::passes::cse {
 
