@@ -27,6 +27,10 @@ Pass make_split_host_device_pass();
 Pass make_lower_device_kernel_launch_pass();
 /// MakePackedAPI: public host functions take the packed calling convention (primjit/abi.h).
 Pass make_make_packed_api_pass();
+/// LowerComputeScopes: host compute_scope regions to functions called with a status check.
+Pass make_lower_compute_scopes_pass();
+/// LowerParallelLoops: host parallel loops to task functions run by the runtime's parallel-for.
+Pass make_lower_parallel_loops_pass();
 /// BF16StorageLegalize: bfloat16 compute in float32 and storage as uint16 without native support.
 Pass make_bf16_storage_legalize_pass();
 /// FP8StorageLegalize: float8 compute in float32 and storage as uint8 without native support.

@@ -170,7 +170,8 @@ const std::vector<Pass>& registered_passes() {
         make_split_host_device_pass(),     make_lower_device_kernel_launch_pass(),
         make_make_packed_api_pass(),       make_fp8_storage_legalize_pass(),
         make_bf16_storage_legalize_pass(), make_insert_division_checks_pass(),
-        make_fuse_multiply_add_pass(),
+        make_fuse_multiply_add_pass(),     make_lower_parallel_loops_pass(),
+        make_lower_compute_scopes_pass(),
     };
     std::sort(list.begin(), list.end(),
               [](const Pass& a, const Pass& b) { return a.name < b.name; });

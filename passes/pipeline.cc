@@ -44,4 +44,17 @@ std::vector<std::string> default_pipeline(const PipelineOptions& options) {
   return pipeline;
 }
 
+std::vector<std::string> host_lowering_pipeline() {
+  return {
+      "LowerComputeScopes",  // compute_scope regions to functions (noalias pointer params)
+      "LowerParallelLoops",  // outline T.parallel bodies into tasks the runtime's parallel-for runs
+  };
+}
+
+IRModule lower_for_host(const IRModule& module) {
+  IRModule out = module;
+  for (const std::string& pass : host_lowering_pipeline()) out = get_pass(pass).run(out, {});
+  return out;
+}
+
 }  // namespace primjit::passes

@@ -317,7 +317,7 @@ int main_impl(int argc, char** argv) {
 #if PRIMJIT_HAVE_JIT
   if (options.emit == "llvm") {
     // The host code as generated (before LLVM's optimizations), for reading and FileCheck.
-    std::cout << pj::jit::to_llvm_text(pj::jit::codegen_llvm(result));
+    std::cout << pj::jit::to_llvm_text(pj::jit::codegen_llvm(pj::passes::lower_for_host(result)));
     return 0;
   }
   if (options.emit == "cuda" || options.emit == "ptx") {

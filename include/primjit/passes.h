@@ -79,6 +79,12 @@ struct PipelineOptions {
 /// The default lowering pipeline, first to last.
 std::vector<std::string> default_pipeline(const PipelineOptions& options = {});
 
+/// The host lowering run on a lowered module right before host (LLVM) code generation: what
+/// the code generator would otherwise have to lower itself (parallel loops), first to last.
+std::vector<std::string> host_lowering_pipeline();
+/// Runs host_lowering_pipeline() on `module` (no dumps or timings: it is part of compiling).
+IRModule lower_for_host(const IRModule& module);
+
 /// Splits "A,B{k=v,k2=v2},C" into invocations "A", "B{k=v,k2=v2}", "C": commas inside braces
 /// separate a pass's options, not passes.
 std::vector<std::string> split_pass_list(std::string_view list);

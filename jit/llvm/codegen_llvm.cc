@@ -94,13 +94,19 @@ HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix
   HostModule out;
   out.context = std::make_unique<llvm::LLVMContext>();
   out.module = std::make_unique<llvm::Module>("primjit_host" + symbol_suffix, *out.context);
-  LlvmModuleState state{*out.context, *out.module, module, symbol_suffix, options, {}, {}, 0};
+  HostModuleState state{*out.context, *out.module, module, symbol_suffix, options, {}, {}};
   llvm::IRBuilder<> types(*out.context);
 
   // Declarations first, so functions can call each other in any order.
   std::vector<std::pair<PrimFunc, llvm::Function*>> bodies;
   for (const auto& [gvar, func] : module->functions) {
-    if (func->is_kernel()) continue;
+    // Kernels are device code; compute scopes and parallel tasks are emitted where they are
+    // called (T.call_compute_scope, T.parallel_for).
+    CallingConv conv = func->calling_conv();
+    if (conv == CallingConv::kKernelLaunch || conv == CallingConv::kComputeScope ||
+        conv == CallingConv::kParallelTask) {
+      continue;
+    }
     llvm::Function* f = nullptr;
     if (func->is_packed()) {
       auto* type = llvm::FunctionType::get(
@@ -125,7 +131,7 @@ HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix
   }
   for (auto& [func, f] : bodies) {
     bool returns_error = f->getReturnType()->isIntegerTy(32);
-    FunctionCodegen gen(state, f, returns_error, false);
+    FunctionCodegen gen(state, f, returns_error);
     for (size_t i = 0; i < func->params.size(); ++i) {
       f->getArg(static_cast<unsigned>(i))->setName(func->params[i]->name);
       gen.bind(func->params[i].get(), f->getArg(static_cast<unsigned>(i)));

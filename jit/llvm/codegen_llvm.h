@@ -1,13 +1,17 @@
-// Host code generation: the host functions of a lowered module (after MakePackedAPI) to LLVM IR.
+// Host code generation: the host functions of a lowered module (after MakePackedAPI and the
+// host lowering, passes::host_lowering_pipeline()) to LLVM IR. It translates; it lowers nothing.
 //
 // - Every function with calling_conv 1 becomes an external function with the packed signature
 //   of primjit/abi.h, named `<global_symbol><suffix>`; private functions become internal
 //   functions with their own signature. Kernels (calling_conv 2) are not host code and are
 //   skipped. Other public functions are an error: run MakePackedAPI first.
-// - `T.attr(0, "compute_scope", ...)` bodies are outlined into internal functions whose pointer
-//   parameters are `noalias` (buffers of one call do not overlap, as TVM assumes).
-// - `T.parallel` loops are outlined into a body function called through the runtime's
-//   parallel-for (oneTBB); parallel loops nested inside run serially.
+// - `T.call_compute_scope("scope", ...)` (from LowerComputeScopes) calls an internal noinline
+//   function whose pointer parameters are `noalias` (buffers of one call do not overlap, as TVM
+//   assumes), emitted at the call; a non-zero status propagates as -1.
+// - `T.parallel_for("task", ...)` (from LowerParallelLoops) passes the captures in a closure
+//   struct to the runtime's parallel-for (oneTBB), which runs the task, an internal function
+//   `i32 (i64 index, ptr noalias closure)` emitted at its launch. A parallel loop left in the
+//   IR is an error.
 // - Arithmetic follows docs/semantics.md: integer division, shifts, float min/max and float to
 //   int conversions through jit/llvm/semantics_llvm.h (defined for every input); no fast-math
 //   flags, so a * b + c is fused only where the IR says T.fma.

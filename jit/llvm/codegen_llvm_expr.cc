@@ -152,6 +152,8 @@ Value* FunctionCodegen::visit(const Call* op) {
   if (name == "call_extern" || name == "call_pure_extern") return call_extern(op);
   if (name == "call_cpacked") return call_cpacked(op);
   if (name == "call_packed") return launch_kernel(op);
+  if (name == "parallel_for") return parallel_for(op);
+  if (name == "call_compute_scope") return call_compute_scope(op);
   if (name == "ret") {
     Value* v = visit_expr(op->args[0]);
     b_.CreateRet(fn_->getReturnType()->isVoidTy() ? nullptr : v);

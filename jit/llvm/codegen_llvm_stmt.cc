@@ -1,11 +1,10 @@
-// Host code generation of statements: control flow, stores, allocations, serial loops with
-// their metadata, and parallel loops and compute scopes outlined into functions.
+// Host code generation of statements: control flow, stores, allocations, loops with their
+// metadata, compute scopes outlined into functions, and the launch of parallel tasks.
 #include "jit/llvm/function_codegen.h"
 
 #include <llvm/IR/MDBuilder.h>
 
 #include "jit/common/host_abi.h"
-#include "passes/free_vars.h"
 #include "primjit/error.h"
 
 namespace primjit::jit {
@@ -108,10 +107,9 @@ void FunctionCodegen::visit(const For* op) {
   PRIMJIT_USER_CHECK(op->for_kind != ForKind::kThreadBinding)
       << "host code generation: thread-bound loop over '" << op->loop_var->name
       << "' in host code; run SplitHostDevice so device code leaves the host function";
-  if (op->for_kind == ForKind::kParallel && !in_parallel_) {
-    parallel_for(op);
-    return;
-  }
+  PRIMJIT_USER_CHECK(op->for_kind != ForKind::kParallel)
+      << "host code generation: parallel loop over '" << op->loop_var->name
+      << "'; run the host lowering (LowerParallelLoops, passes::host_lowering_pipeline()) first";
   ForKind kind = op->for_kind;
   if (kind == ForKind::kUnrolled &&
       !passes::unroll_within_limit(*op, m_.options.max_unroll, "host code generation")) {
@@ -123,10 +121,9 @@ void FunctionCodegen::visit(const For* op) {
 void FunctionCodegen::visit(const AttrStmt* op) {
   PRIMJIT_USER_CHECK(op->key != attr::kThreadExtent && op->key != attr::kVirtualThread)
       << "host code generation: a thread launch in host code; run SplitHostDevice first";
-  if (op->key == attr::kComputeScope) {
-    outline_compute_scope(op);
-    return;
-  }
+  PRIMJIT_USER_CHECK(op->key != attr::kComputeScope)
+      << "host code generation: a compute_scope region; run the host lowering "
+         "(LowerComputeScopes, passes::host_lowering_pipeline()) first";
   visit_stmt(op->body);
 }
 
@@ -171,86 +168,98 @@ llvm::MDNode* FunctionCodegen::loop_metadata(ForKind kind) {
   return node;
 }
 
-std::vector<const VarNode*> FunctionCodegen::captured(const Stmt& body, const VarNode* skip) {
-  // Buffers used but declared outside bring their data pointer (and shape) along.
-  passes::FreeVarCollector buffers;
-  buffers.visit_stmt(body);
-  std::vector<Stmt> seq;
-  for (const Buffer& b : buffers.undeclared_buffers()) seq.push_back(DeclBuffer::make(b));
-  seq.push_back(body);
-  passes::FreeVarCollector free;
-  free.visit_stmt(SeqStmt::make(seq));
-  std::vector<const VarNode*> out;
-  for (const VarNode* v : free.free_vars()) {
-    if (v != skip) out.push_back(v);
-  }
-  return out;
+PrimFunc FunctionCodegen::emitted_at_call(const Call* op, CallingConv conv) {
+  const std::string& builtin = op->op->name;
+  const auto* name = op->args.empty() ? nullptr : op->args[0].as<StringImm>();
+  PRIMJIT_USER_CHECK(name != nullptr) << "T." << builtin << " needs the callee's name first";
+  PrimFunc callee = m_.ir->find(name->value);
+  PRIMJIT_USER_CHECK(callee.defined() && callee->calling_conv() == conv)
+      << "T." << builtin << "(\"" << name->value << "\"): the module has no function of that name "
+      << "with calling_conv " << static_cast<int>(conv);
+  PRIMJIT_USER_CHECK(!m_.functions.count(name->value))
+      << "T." << builtin << "(\"" << name->value << "\"): the function is called twice; it is "
+      << "emitted where it is called, once";
+  return callee;
 }
 
-void FunctionCodegen::outline_compute_scope(const AttrStmt* op) {
-  std::vector<const VarNode*> vars = captured(op->body, nullptr);
+Value* FunctionCodegen::call_compute_scope(const Call* op) {
+  PrimFunc scope = emitted_at_call(op, CallingConv::kComputeScope);
+  const std::string& name = op->args[0].as<StringImm>()->value;
+  PRIMJIT_USER_CHECK(op->args.size() == scope->params.size() + 1)
+      << "T.call_compute_scope(\"" << name << "\"): the function takes " << scope->params.size()
+      << " arguments, the call passes " << op->args.size() - 1;
   std::vector<llvm::Type*> types;
   std::vector<Value*> args;
-  for (const VarNode* v : vars) {
-    args.push_back(visit(v));
+  for (size_t i = 1; i < op->args.size(); ++i) {
+    args.push_back(visit_expr(op->args[i]));
     types.push_back(args.back()->getType());
   }
-  const auto* label = op->value.as<StringImm>();
-  std::string name =
-      (label != nullptr ? label->value : fn_->getName().str() + "_compute_") + m_.suffix;
-  llvm::Function* f = llvm::Function::Create(llvm::FunctionType::get(b_.getInt32Ty(), types, false),
-                                             llvm::Function::InternalLinkage, name, &m_.mod);
+  llvm::Function* f =
+      llvm::Function::Create(llvm::FunctionType::get(b_.getInt32Ty(), types, false),
+                             llvm::Function::InternalLinkage, name + m_.suffix, &m_.mod);
+  m_.functions[name] = f;
   f->addFnAttr(llvm::Attribute::NoInline);
-  FunctionCodegen inner(m_, f, /*returns_error=*/true, in_parallel_);
-  for (size_t i = 0; i < vars.size(); ++i) {
+  FunctionCodegen inner(m_, f, /*returns_error=*/true);
+  for (size_t i = 0; i < scope->params.size(); ++i) {
+    const Var& param = scope->params[i];
     llvm::Argument* arg = f->getArg(static_cast<unsigned>(i));
-    arg->setName(vars[i]->name);
-    if (vars[i]->is_pointer()) arg->addAttr(llvm::Attribute::NoAlias);
-    inner.bind(vars[i], arg);
+    arg->setName(param->name);
+    // The buffers of one call do not overlap (as TVM assumes).
+    if (param->is_pointer()) arg->addAttr(llvm::Attribute::NoAlias);
+    inner.bind(param.get(), arg);
   }
-  inner.emit_body(op->body, inner.b_.getInt32(0));
+  inner.emit_body(scope->body, inner.b_.getInt32(0));
   Value* status = b_.CreateCall(f, args);
   check_status(status);
+  return b_.getInt32(0);
 }
 
-void FunctionCodegen::parallel_for(const For* op) {
-  std::vector<const VarNode*> vars = captured(op->body, op->loop_var.get());
+Value* FunctionCodegen::parallel_for(const Call* op) {
+  PrimFunc task = emitted_at_call(op, CallingConv::kParallelTask);
+  const auto* name = op->args[0].as<StringImm>();
+  PRIMJIT_USER_CHECK(op->args.size() == task->params.size() + 2 &&
+                     task->params[0].dtype() == DataType::Int(64))
+      << "T.parallel_for(\"" << name->value << "\"): the task takes an int64 index and "
+      << task->params.size() - 1 << " captures, the call passes " << op->args.size() - 3;
   std::vector<llvm::Type*> field_types;
-  for (const VarNode* v : vars) field_types.push_back(visit(v)->getType());
+  for (size_t i = 1; i < task->params.size(); ++i) {
+    field_types.push_back(type_of(task->params[i].dtype()));
+  }
   llvm::StructType* closure_type = llvm::StructType::get(m_.ctx, field_types);
   llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
   llvm::AllocaInst* closure = entry.CreateAlloca(closure_type);
-  for (size_t i = 0; i < vars.size(); ++i) {
-    b_.CreateStore(visit(vars[i]),
+  for (size_t i = 0; i < field_types.size(); ++i) {
+    b_.CreateStore(visit_expr(op->args[3 + i]),
                    b_.CreateStructGEP(closure_type, closure, static_cast<unsigned>(i)));
   }
-  std::string name = fn_->getName().str() + "_parallel_" + std::to_string(m_.outlined++);
   llvm::Function* f = llvm::Function::Create(
       llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getPtrTy()}, false),
-      llvm::Function::InternalLinkage, name, &m_.mod);
-  FunctionCodegen inner(m_, f, /*returns_error=*/true, /*in_parallel=*/true);
+      llvm::Function::InternalLinkage, name->value + m_.suffix, &m_.mod);
+  m_.functions[name->value] = f;
+  FunctionCodegen inner(m_, f, /*returns_error=*/true);
   llvm::Argument* index = f->getArg(0);
   llvm::Argument* env = f->getArg(1);
-  index->setName("index");
+  index->setName(task->params[0]->name);
   env->setName("closure");
   env->addAttr(llvm::Attribute::NoAlias);
-  for (size_t i = 0; i < vars.size(); ++i) {
+  for (size_t i = 0; i < field_types.size(); ++i) {
+    const Var& capture = task->params[1 + i];
     Value* field = inner.b_.CreateLoad(
         field_types[i], inner.b_.CreateStructGEP(closure_type, env, static_cast<unsigned>(i)),
-        vars[i]->name);
-    inner.bind(vars[i], field);
+        capture->name);
+    inner.bind(capture.get(), field);
   }
-  inner.bind(op->loop_var.get(),
-             inner.b_.CreateIntCast(index, inner.type_of(op->loop_var.dtype()), true));
-  inner.emit_body(op->body, inner.b_.getInt32(0));
+  inner.bind(task->params[0].get(), index);
+  inner.emit_body(task->body, inner.b_.getInt32(0));
 
-  Value* min = b_.CreateSExtOrTrunc(visit_expr(op->min), b_.getInt64Ty());
-  Value* extent = b_.CreateSExtOrTrunc(visit_expr(op->extent), b_.getInt64Ty());
+  Value* min = b_.CreateSExtOrTrunc(visit_expr(op->args[1]), b_.getInt64Ty());
+  Value* extent = b_.CreateSExtOrTrunc(visit_expr(op->args[2]), b_.getInt64Ty());
   llvm::FunctionCallee run =
       m_.mod.getOrInsertFunction(kParallelForSymbol, b_.getInt32Ty(), b_.getInt64Ty(),
                                  b_.getInt64Ty(), b_.getPtrTy(), b_.getPtrTy());
   Value* status = b_.CreateCall(run, {min, b_.CreateAdd(min, extent), f, closure});
   check_status(status);
+  return b_.getInt32(0);
 }
 
 }  // namespace primjit::jit

@@ -22,7 +22,7 @@ namespace primjit::jit {
 using llvm::Value;
 
 // State shared by the functions of one module.
-struct LlvmModuleState {
+struct HostModuleState {
   llvm::LLVMContext& ctx;
   llvm::Module& mod;
   const IRModule& ir;
@@ -30,14 +30,13 @@ struct LlvmModuleState {
   HostCodegenOptions options;
   std::map<std::string, llvm::Function*> functions;  // by IR function name
   std::set<std::string> launched;                    // kernel symbols launched by host code
-  int outlined = 0;
 };
 
 class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
                         public StmtFunctor<FunctionCodegen, void> {
  public:
-  FunctionCodegen(LlvmModuleState& m, llvm::Function* fn, bool returns_error, bool in_parallel)
-      : m_(m), fn_(fn), b_(m.ctx), returns_error_(returns_error), in_parallel_(in_parallel) {
+  FunctionCodegen(HostModuleState& m, llvm::Function* fn, bool returns_error)
+      : m_(m), fn_(fn), b_(m.ctx), returns_error_(returns_error) {
     llvm::BasicBlock* entry = llvm::BasicBlock::Create(m_.ctx, "entry", fn_);
     b_.SetInsertPoint(entry);
     // No fast-math flags: a * b + c is two roundings unless the IR says T.fma (contraction is
@@ -176,20 +175,23 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
 
   llvm::MDNode* loop_metadata(ForKind kind);
 
-  // Free variables of `body`, in first-use order, excluding `skip`.
-  std::vector<const VarNode*> captured(const Stmt& body, const VarNode* skip);
+  // The function (of calling convention `conv`) that `op` names first; such functions are
+  // emitted where they are called, so the module keeps the order of first use.
+  PrimFunc emitted_at_call(const Call* op, CallingConv conv);
 
-  // compute_scope: an internal function whose pointer parameters are noalias.
-  void outline_compute_scope(const AttrStmt* op);
+  // T.call_compute_scope("scope", captures...): an internal noinline function whose pointer
+  // parameters are noalias, called with a status check.
+  Value* call_compute_scope(const Call* op);
 
-  // T.parallel: body(i, closure) -> int32 run by primjit_rt_parallel_for.
-  void parallel_for(const For* op);
+  // T.parallel_for("task", min, extent, captures...): the captures go into a closure struct on
+  // the stack, the task (emitted here, where it is launched) becomes body(index, closure) ->
+  // int32, and primjit_rt_parallel_for runs it over [min, min + extent).
+  Value* parallel_for(const Call* op);
 
-  LlvmModuleState& m_;
+  HostModuleState& m_;
   llvm::Function* fn_;
   llvm::IRBuilder<> b_;
   bool returns_error_;
-  bool in_parallel_;
   std::unordered_map<const VarNode*, Value*> vars_;
 };
 

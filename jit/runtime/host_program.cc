@@ -45,7 +45,7 @@ HostImage compile_host(OrcEngine& engine, const IRModule& lowered,
                        const HostCodegenOptions& options) {
   HostImage image;
   image.suffix = fresh_suffix();
-  HostModule host = codegen_llvm(lowered, image.suffix, options);
+  HostModule host = codegen_llvm(passes::lower_for_host(lowered), image.suffix, options);
   image.launched_kernels = host.launched_kernels;
   for (const auto& [gvar, func] : lowered->functions) {
     if (func->is_packed()) image.functions.emplace_back(gvar->name, func->global_symbol());

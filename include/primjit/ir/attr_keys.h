@@ -13,7 +13,9 @@ namespace primjit::attr {
 inline constexpr const char* kTarget = "target";
 /// Function attr: the exported symbol (string), set for public functions by parser and builder.
 inline constexpr const char* kGlobalSymbol = "global_symbol";
-/// Function attr: int of CallingConv (0 plain, 1 packed, 2 kernel launch), set by lowering.
+/// Function attr: int of CallingConv (0 plain, 1 packed, 2 kernel launch, 3 parallel task,
+/// 4 compute scope), set by
+/// lowering.
 inline constexpr const char* kCallingConv = "calling_conv";
 /// Kernel attr from LowerDeviceKernelLaunch: array of the launch values' names (thread tags,
 /// then possibly kUseDynSharedMemory) that a caller passes after the arguments, in order.

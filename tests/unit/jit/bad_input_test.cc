@@ -168,7 +168,8 @@ def add_index(a: T.handle):
 std::string host_llvm(const PrimFunc& f, int64_t max_unroll) {
   IRModule lowered = passes::run_passes(IRModule::make({{GlobalVar::make("add_index"), f}}),
                                         passes::default_pipeline());
-  return jit::to_llvm_text(jit::codegen_llvm(lowered, "", {.max_unroll = max_unroll}));
+  return jit::to_llvm_text(
+      jit::codegen_llvm(passes::lower_for_host(lowered), "", {.max_unroll = max_unroll}));
 }
 
 TEST(UnrollLimit, TheLlvmHintStopsAtTheConfiguredLimit) {
