@@ -7,6 +7,7 @@
 #include "ir/text/forms.h"
 #include "ir/text/lowerer.h"
 #include "ir/text/text_rules.h"
+#include "ir/text/tvm_spellings.h"
 
 namespace primjit::text_internal {
 
@@ -377,6 +378,7 @@ Expr Lowerer::binary_expr(const Ast& a) {
 Expr Lowerer::call_expr(const Ast& a) {
   const Ast& func = *a.items[0];
   if (std::optional<std::string> name = ns_attr(func, "T")) return t_call_expr(a, *name);
+  if (std::optional<std::string> dotted = t_dotted_name(func)) return tvm_spelled_call(a, *dotted);
   if (func.kind == AK::kAttr && func.items[0]->kind == AK::kName && !class_name_.empty() &&
       func.items[0]->text == class_name_ && lookup(class_name_) == nullptr) {
     return module_call(a, func.text);
@@ -423,6 +425,47 @@ Expr Lowerer::t_call_expr(const Ast& a, const std::string& name) {
   Op op = Op::find(name);
   if (!op.defined()) fail(a.loc, "unknown T. call 'T." + name + "'");
   return op_call(a, "T." + name, op);
+}
+
+std::optional<std::string> t_dotted_name(const Ast& func) {
+  std::string dotted;
+  const Ast* node = &func;
+  int levels = 0;
+  while (node->kind == AK::kAttr) {
+    dotted = node->text + (dotted.empty() ? "" : "." + dotted);
+    node = node->items[0].get();
+    ++levels;
+  }
+  if (node->kind != AK::kName || node->text != "T" || levels < 2) return std::nullopt;
+  return dotted;
+}
+
+// A builtin in TVM's spelling (tvm_spellings.h): `T.s_tir.cp_async_raw("int32", dst, ...)` is
+// primjit's `T.ptx_cp_async(dst, ...)`; the leading dtype is read and checked, not kept.
+Expr Lowerer::tvm_spelled_call(const Ast& a, const std::string& dotted) {
+  const std::string fname = "T." + dotted;
+  const TvmSpelling* spelling = nullptr;
+  Op op = op_of_tvm_spelling(dotted, &spelling);
+  if (!op.defined()) fail(a.loc, "unknown T. call '" + fname + "'");
+  no_keywords(a, fname);
+  size_t first = spelling->leading_dtype ? 1 : 0;
+  if (spelling->leading_dtype) {
+    DataType ignored;
+    if (num_args(a) == 0 || arg(a, 0).kind != AK::kString ||
+        !DataType::try_parse(arg(a, 0).text, &ignored)) {
+      fail(a.loc,
+           fname + " takes a dtype string first, as TVM prints it: " + fname + "(\"int32\", ...)");
+    }
+  }
+  size_t n = num_args(a) - first;
+  if (op->num_args >= 0 && n != static_cast<size_t>(op->num_args)) {
+    fail(a.loc, fname + " takes " + plural(static_cast<size_t>(op->num_args) + first, "argument") +
+                    ", got " + std::to_string(num_args(a)));
+  }
+  std::vector<Expr> args = rest_args(a, first);
+  std::optional<DataType> t = builtin_result_dtype(op->name, args);
+  if (!t) fail(a.loc, fname + ": cannot determine the result dtype");
+  return guard(a.loc, [&] { return Call::make(*t, op, args); });
 }
 
 Expr Lowerer::op_call(const Ast& a, const std::string& fname, const Op& op) {

@@ -70,6 +70,8 @@ bool is_scalar_buffer(const Buffer& buffer);
 std::optional<std::string> ns_attr(const Ast& a, const char* ns);
 /// For a call `T.name(...)`: "name", else nullopt.
 std::optional<std::string> t_call(const Ast& a);
+/// `T.a.b.c` (two or more levels below T): "a.b.c"; else nullopt.
+std::optional<std::string> t_dotted_name(const Ast& func);
 inline size_t num_args(const Ast& call) { return call.items.size() - 1; }
 inline const Ast& arg(const Ast& call, size_t i) { return *call.items[i + 1]; }
 /// "1 index", "2 indices", "3 arguments".
@@ -200,6 +202,7 @@ class Lowerer {
   Expr call_expr(const Ast& a);
   Expr module_call(const Ast& a, const std::string& fname);
   Expr t_call_expr(const Ast& a, const std::string& name);
+  Expr tvm_spelled_call(const Ast& a, const std::string& dotted);
   Expr op_call(const Ast& a, const std::string& fname, const Op& op);
   Expr typed_literal(const Ast& a, DataType t);
 

@@ -4,6 +4,7 @@
 
 #include "ir/text/printer.h"
 #include "ir/text/text_rules.h"
+#include "ir/text/tvm_spellings.h"
 
 namespace primjit::text_internal {
 
@@ -309,6 +310,12 @@ std::string Printer::call_expr(const Call* op) {
       return "T." + name + "(" + args(op->args) + ", " + quote(op->dtype.str()) + ")";
     }
     std::optional<DataType> rule = builtin_result_dtype(name, op->args);
+    if (const TvmSpelling* tvm = tvm_spelling(op->op.operator->()); tvm && rule == op->dtype) {
+      std::string rest = args(op->args);
+      std::string lead = tvm->leading_dtype ? quote(op->dtype.str()) : "";
+      return "T." + tvm->name + "(" + lead + (!lead.empty() && !rest.empty() ? ", " : "") + rest +
+             ")";
+    }
     if (rule && *rule == op->dtype) return "T." + name + "(" + args(op->args) + ")";
     std::string rest = args(op->args);
     return "T.call_intrin(" + quote(op->dtype.str()) + ", " + quote(name) +

@@ -136,6 +136,25 @@ TEST(TvmScriptErrors, TargetDictKeys) {
   EXPECT_NE(parse_error(func(R"({"arch": "sm_80"})")).find("needs a \"kind\""), std::string::npos);
 }
 
+TEST(TvmScriptErrors, TvmSpelledBuiltins) {
+  const std::string params = "A: T.Buffer((64,), \"float32\")";
+  const std::string head = "    S = T.alloc_shared((64,))\n";
+  EXPECT_EQ(parse_error(with_body(params, head + "    T.s_tir.cp_async_raw(\"float32\", S.data, 0, "
+                                                 "A.data, 0, 16)\n")),
+            "");
+  EXPECT_NE(parse_error(with_body(params, head + "    T.s_tir.cp_async_raw(S.data, 0, A.data, 0, "
+                                                 "16)\n"))
+                .find("takes a dtype string first"),
+            std::string::npos);
+  EXPECT_NE(parse_error(with_body(params, head + "    T.s_tir.cp_async_raw(\"float32\", S.data, 0, "
+                                                 "A.data, 0)\n"))
+                .find("takes 6 arguments, got 5"),
+            std::string::npos);
+  EXPECT_NE(parse_error(with_body(params, "    T.ptx.cp.async_.commit(0)\n"))
+                .find("unknown T. call 'T.ptx.cp.async_.commit'"),
+            std::string::npos);
+}
+
 TEST(TvmScriptErrors, SliceLanesMustBeConstant) {
   std::string params = "A: T.Buffer((64,), \"float32\"), n: T.int32";
   EXPECT_NE(parse_error(with_body(params, "    A[0:n] = T.Broadcast(T.float32(0.0), 4)\n"))
