@@ -7,6 +7,7 @@
 //  - targets as config dicts, `T.target({"kind": "cuda", "arch": "sm_90", ...})`;
 //  - symbolic dimensions written as strings in buffer annotations, `T.Buffer(("n + 1", 16))`.
 #include <cctype>
+#include <limits>
 #include <set>
 
 #include "ir/text/forms.h"
@@ -156,19 +157,29 @@ void Lowerer::buffer_view(const StmtAst& s, const Buffer& parent, std::vector<St
   DataType dtype = parent->dtype;
   std::vector<Expr> shape;
   if (num_args(call) == 1 && arg(call, 0).kind == AK::kString) {
-    // A reinterpreting view: the last dimension scales by the bit-width ratio.
+    // A reinterpreting view: the last dimension scales by the ratio of the element sizes in
+    // memory (a bool takes a byte). Strides and elem_offset count elements of the parent's
+    // dtype, so only a compact parent with offset 0 can change dtype.
     dtype = dtype_arg(&arg(call, 0));
     shape = parent->shape;
-    Expr last = shape.back();
-    int from = parent->dtype.bits() * parent->dtype.lanes();
-    int to = dtype.bits() * dtype.lanes();
-    shape.back() = guard(call.loc, [&] {
-      const auto* k = last.as<IntImm>();
-      PRIMJIT_USER_CHECK(k != nullptr && (k->value * from) % to == 0)
-          << fname << ": the last dimension of '" << parent_name
-          << "' must be a constant that the dtype change divides";
-      return make_const(last.dtype(), k->value * from / to);
-    });
+    const auto* offset = parent->elem_offset.as<IntImm>();
+    if (shape.empty() || !parent->strides.empty() || offset == nullptr || offset->value != 0) {
+      fail(call.loc, fname + ": only a compact buffer of at least one dimension with offset 0 " +
+                         "can change dtype; '" + parent_name + "' is not one");
+    }
+    auto storage_bits = [](DataType d) -> int64_t {
+      return int64_t{d.is_bool() ? 8 : d.bits()} * d.lanes();
+    };
+    const int64_t from = storage_bits(parent->dtype);
+    const int64_t to = storage_bits(dtype);
+    const auto* k = shape.back().as<IntImm>();
+    // The dimension is at most 2^63 and from at most 64 * 1024 bits: the product fits in 128.
+    const __int128 scaled = k == nullptr ? -1 : static_cast<__int128>(k->value) * from;
+    if (k == nullptr || scaled % to != 0 || scaled / to > std::numeric_limits<int32_t>::max()) {
+      fail(call.loc, fname + ": the last dimension of '" + parent_name +
+                         "' must be a constant that the dtype change divides");
+    }
+    shape.back() = make_const(shape.back().dtype(), static_cast<int64_t>(scaled / to));
   } else {
     for (size_t i = 0; i < num_args(call); ++i)
       shape.push_back(expr(arg(call, i), DataType::Int(32)));

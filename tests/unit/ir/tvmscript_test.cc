@@ -136,6 +136,22 @@ TEST(TvmScriptErrors, TargetDictKeys) {
   EXPECT_NE(parse_error(func(R"({"arch": "sm_80"})")).find("needs a \"kind\""), std::string::npos);
 }
 
+TEST(TvmScriptErrors, DtypeViewsNeedACompactParentAndCountBytes) {
+  // A 0-d parent has no last dimension to scale (this crashed), strides and offsets count the
+  // parent's elements, and a bool takes a byte: 64 float32 are 256 bools, not 2048.
+  EXPECT_NE(parse_error(with_body("A: T.Buffer((), \"float32\")", "    B = A.view(\"float16\")\n"))
+                .find("only a compact buffer of at least one dimension"),
+            std::string::npos);
+  EXPECT_NE(parse_error(with_body("A: T.Buffer((4, 4), \"float32\", strides=(8, 1))",
+                                  "    B = A.view(\"float16\")\n"))
+                .find("only a compact buffer"),
+            std::string::npos);
+  IRModule m = parse(with_body("A: T.Buffer((64,), \"float32\")",
+                               "    B = A.view(\"bool\")\n    B[0] = T.bool(True)\n"));
+  EXPECT_NE(print(m->functions[0].second, "main").find("T.decl_buffer((256,), \"bool\""),
+            std::string::npos);
+}
+
 TEST(TvmScriptErrors, TvmSpelledBuiltins) {
   const std::string params = "A: T.Buffer((64,), \"float32\")";
   const std::string head = "    S = T.alloc_shared((64,))\n";
