@@ -1,6 +1,7 @@
 // VerifyWellFormed. One scope-aware walk per function records definitions and checks every use
 // against what is visible at that point; module-wide tables catch a variable defined twice,
-// also across functions.
+// also across functions. Given the SourceMap of a parsed module, each problem is located at the
+// offending use (or the innermost statement with a known position) in the text.
 #include "primjit/ir/verify.h"
 
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include "ir/scope_stack.h"
 #include "primjit/error.h"
 #include "primjit/ir/functor.h"
+#include "primjit/ir/source_map.h"
 #include "primjit/ir/text.h"
 
 namespace primjit {
@@ -44,11 +46,13 @@ struct Definition {
 
 // Module-wide state shared by the per-function walks.
 struct ModuleState {
+  explicit ModuleState(const SourceMap* source_map) : source_map(source_map) {}
+
+  const SourceMap* source_map;  // null unless the module was parsed with one
   std::vector<std::string> errors;
+  std::vector<SourceLocation> locations;  // of each error; unknown without a source map
   std::unordered_map<const VarNode*, Definition> var_defs;
   std::unordered_map<const BufferNode*, Site> buffer_defs;
-
-  void error(std::string message) { errors.push_back(std::move(message)); }
 };
 
 struct Frame {
@@ -62,6 +66,7 @@ class FunctionChecker : public StmtExprVisitor {
       : state_(state), function_(std::move(function)) {}
 
   void check(const PrimFunc& func) {
+    if (state_.source_map != nullptr) position_ = state_.source_map->find(func.get());
     context_ = "the parameters of '" + function_ + "'";
     for (const Var& param : func->params) define(param, Site{Stmt(), "parameter"}, false, "");
     context_ = "the buffer_map of '" + function_ + "'";
@@ -75,9 +80,15 @@ class FunctionChecker : public StmtExprVisitor {
 
   void visit_stmt(const Stmt& stmt) override {
     Stmt saved = current_;
+    SourceLocation saved_position = position_;
     current_ = stmt;
+    if (state_.source_map != nullptr) {
+      SourceLocation here = state_.source_map->find(stmt.get());
+      if (here.known()) position_ = here;
+    }
     StmtExprVisitor::visit_stmt(stmt);
     current_ = saved;
+    position_ = saved_position;
   }
 
   void visit(const Bind* op) override {
@@ -144,16 +155,18 @@ class FunctionChecker : public StmtExprVisitor {
     if (!reported_vars_.insert(op).second) return;  // one report per variable
     auto it = state_.var_defs.find(op);
     if (it == state_.var_defs.end()) {
-      state_.error("undefined variable '" + op->name + "' used in " + location());
+      error("undefined variable '" + op->name + "' used in " + location(), op);
     } else if (it->second.function != function_) {
-      state_.error("variable '" + op->name + "' of function '" + it->second.function +
-                   "' is used in function '" + function_ + "' in " + location() +
-                   "; each function must define its own variables");
+      error("variable '" + op->name + "' of function '" + it->second.function +
+                "' is used in function '" + function_ + "' in " + location() +
+                "; each function must define its own variables",
+            op);
     } else {
-      state_.error("variable '" + op->name + "' is used out of scope in " + location() +
-                   "; it was defined by " + it->second.where.text() +
-                   ", whose scope has ended (a definition is visible only until the end of the "
-                   "enclosing loop, branch, attribute or function body)");
+      error("variable '" + op->name + "' is used out of scope in " + location() +
+                "; it was defined by " + it->second.where.text() +
+                ", whose scope has ended (a definition is visible only until the end of the "
+                "enclosing loop, branch, attribute or function body)",
+            op);
     }
   }
 
@@ -162,6 +175,18 @@ class FunctionChecker : public StmtExprVisitor {
  private:
   Site site() const { return Site{current_, context_}; }
   std::string location() const { return site().text(); }
+
+  // Records a problem, located (with a source map) at the use of `used` in the current
+  // statement when the parser saw one there, else at the statement.
+  void error(std::string message, const Object* used = nullptr) {
+    SourceLocation where = position_;
+    if (used != nullptr && state_.source_map != nullptr) {
+      SourceLocation use = state_.source_map->find_late_use(used, position_);
+      if (use.known()) where = use;
+    }
+    state_.errors.push_back(std::move(message));
+    state_.locations.push_back(where);
+  }
 
   // Runs `body` in a new scope; what it defines stops being visible when it returns.
   template <typename F>
@@ -190,23 +215,22 @@ class FunctionChecker : public StmtExprVisitor {
           thread && first.thread && first.function == function_ && visible_vars_.count(node) == 0;
       if (relaunch) {
         if (first.thread_tag != tag) {
-          state_.error("thread variable '" + var->name + "' is launched as " + first.thread_tag +
-                       " by " + first.where.text() + " and as " + tag + " by " + site.text() +
-                       "; a thread variable keeps one tag");
+          error("thread variable '" + var->name + "' is launched as " + first.thread_tag + " by " +
+                first.where.text() + " and as " + tag + " by " + site.text() +
+                "; a thread variable keeps one tag");
         }
       } else if (thread && first.thread && first.function != function_) {
-        state_.error("thread variable '" + var->name + "' is launched in function '" +
-                     first.function + "' and again in function '" + function_ + "' (" +
-                     site.text() + "); each function needs its own thread variables");
+        error("thread variable '" + var->name + "' is launched in function '" + first.function +
+              "' and again in function '" + function_ + "' (" + site.text() +
+              "); each function needs its own thread variables");
       } else if (visible_vars_.count(node) > 0) {
-        state_.error("variable '" + var->name + "' is defined again by " + site.text() +
-                     " while its first definition (" + first.where.text() + ") is still in scope");
+        error("variable '" + var->name + "' is defined again by " + site.text() +
+              " while its first definition (" + first.where.text() + ") is still in scope");
       } else {
-        state_.error("variable '" + var->name + "' is defined twice: first by " +
-                     first.where.text() + " in function '" + first.function + "', again by " +
-                     site.text() +
-                     (first.function == function_ ? "" : " in function '" + function_ + "'") +
-                     "; a variable may be defined only once in a module");
+        error("variable '" + var->name + "' is defined twice: first by " + first.where.text() +
+              " in function '" + first.function + "', again by " + site.text() +
+              (first.function == function_ ? "" : " in function '" + function_ + "'") +
+              "; a variable may be defined only once in a module");
       }
     } else {
       state_.var_defs.emplace(node, Definition{function_, site, thread, tag});
@@ -259,12 +283,14 @@ class FunctionChecker : public StmtExprVisitor {
     if (!reported_buffers_.insert(buffer).second) return;
     auto it = state_.buffer_defs.find(buffer);
     if (it == state_.buffer_defs.end()) {
-      state_.error("buffer '" + buffer->name + "' is used in " + location() +
-                   " without a declaration (declare it with T.alloc_buffer, T.decl_buffer or "
-                   "as a parameter)");
+      error("buffer '" + buffer->name + "' is used in " + location() +
+                " without a declaration (declare it with T.alloc_buffer, T.decl_buffer or "
+                "as a parameter)",
+            buffer);
     } else {
-      state_.error("buffer '" + buffer->name + "' is used in " + location() +
-                   " but its declaration " + it->second.text() + " is no longer in scope");
+      error("buffer '" + buffer->name + "' is used in " + location() + " but its declaration " +
+                it->second.text() + " is no longer in scope",
+            buffer);
     }
   }
 
@@ -272,6 +298,7 @@ class FunctionChecker : public StmtExprVisitor {
   std::string function_;
   std::string context_;
   Stmt current_;
+  SourceLocation position_;  // of the innermost statement (or function) the source map knows
   ScopeStack<Frame> scopes_;
   std::unordered_map<const VarNode*, int> visible_vars_;
   std::unordered_map<const BufferNode*, int> visible_buffers_;
@@ -288,19 +315,57 @@ class FunctionChecker : public StmtExprVisitor {
   throw Error(message);
 }
 
-}  // namespace
-
-std::vector<std::string> well_formed_errors(const IRModule& module) {
-  ModuleState state;
+ModuleState check_module(const IRModule& module, const SourceMap* source_map) {
+  ModuleState state(source_map);
   for (const auto& [gvar, func] : module->functions) {
     FunctionChecker(state, gvar->name).check(func);
   }
-  return state.errors;
+  return state;
+}
+
+std::string located(const SourceMap& source_map, SourceLocation where, const std::string& text) {
+  if (!where.known()) return text;
+  return source_map.file() + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
+         ": " + text;
+}
+
+}  // namespace
+
+std::vector<std::string> well_formed_errors(const IRModule& module) {
+  return check_module(module, nullptr).errors;
 }
 
 void verify_well_formed(const IRModule& module) {
   std::vector<std::string> errors = well_formed_errors(module);
   if (!errors.empty()) throw_errors(errors);
+}
+
+std::vector<std::string> well_formed_errors(const IRModule& module, const SourceMap& source_map) {
+  ModuleState state = check_module(module, &source_map);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < state.errors.size(); ++i) {
+    out.push_back(located(source_map, state.locations[i], state.errors[i]));
+  }
+  return out;
+}
+
+void verify_well_formed(const IRModule& module, const SourceMap& source_map) {
+  ModuleState state = check_module(module, &source_map);
+  if (state.errors.empty()) return;
+  if (!state.locations[0].known()) throw_errors(state.errors);
+  // Like a compiler's diagnostics: each problem with its source line and a caret under the column.
+  std::string first = "the IR is not well formed: " + state.errors[0];
+  std::string what = source_map.diagnostic(state.locations[0], first);
+  for (size_t i = 1; i < state.errors.size() && i < kMaxReported; ++i) {
+    what += "\n";
+    what += state.locations[i].known() ? source_map.diagnostic(state.locations[i], state.errors[i])
+                                       : "error: " + state.errors[i];
+  }
+  if (state.errors.size() > kMaxReported) {
+    what += "\n(and " + std::to_string(state.errors.size() - kMaxReported) + " more)";
+  }
+  throw ParseError(what, source_map.file(), state.locations[0].line, state.locations[0].column,
+                   first);
 }
 
 void verify_well_formed(const PrimFunc& func, const std::string& name) {

@@ -22,6 +22,7 @@
 
 #include "primjit/error.h"
 #include "primjit/ir.h"
+#include "primjit/ir/source_map.h"
 #include "primjit/ir/structural.h"
 #include "primjit/ir/text.h"
 #include "primjit/ir/verify.h"
@@ -140,6 +141,14 @@ pj::IRModule apply_target(pj::IRModule module, const std::string& kind) {
     if (!func->target().defined())
       module = module.with_function(gvar->name, func.with_attr(pj::attr::kTarget, target));
   }
+  return module;
+}
+
+// Parses the input file; an ill-formed module is reported at FILE:LINE:COL, as parse errors are.
+pj::IRModule parse_input(const std::string& text, const Options& options) {
+  pj::SourceMap source_map;
+  pj::IRModule module = pj::parse(text, options.file == "-" ? "<stdin>" : options.file, source_map);
+  if (options.verify_input) pj::verify_well_formed(module, source_map);
   return module;
 }
 
@@ -271,8 +280,7 @@ int check_expected(const std::string& text, const Options& options) {
 // each pass on generated inputs (DIM=VALUE fixes a dimension or integer parameter) and reports
 // the first pass that changes an output; exits 1 when one does.
 int check_semantics(const std::string& text, const Options& options) {
-  pj::IRModule input = pj::parse(text, options.file == "-" ? "<stdin>" : options.file);
-  if (options.verify_input) pj::verify_well_formed(input);
+  pj::IRModule input = parse_input(text, options);
   pj::jit::emu::DifferentialOptions check;
   std::istringstream items(*options.check_semantics);
   for (std::string item; std::getline(items, item, ',');) {
@@ -312,8 +320,7 @@ int main_impl(int argc, char** argv) {
       << (options.check_semantics ? std::string("--check-semantics") : "--emit=" + options.emit)
       << " needs the LLVM and CUDA backends; this primjit-opt was built without them";
 #endif
-  pj::IRModule result =
-      run(pj::parse(text, options.file == "-" ? "<stdin>" : options.file), options);
+  pj::IRModule result = run(parse_input(text, options), options);
 #if PRIMJIT_HAVE_JIT
   if (options.emit == "llvm") {
     // The host code as generated (before LLVM's optimizations), for reading and FileCheck.

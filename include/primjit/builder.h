@@ -27,222 +27,13 @@
 #include <utility>
 #include <vector>
 
+#include "primjit/builder_expr.h"
 #include "primjit/error.h"
 #include "primjit/ir.h"
 #include "primjit/ir/verify.h"
 
 namespace primjit {
-
-// =============================================================================================
-// Expression operators on primjit::Expr (found by argument-dependent lookup)
-// =============================================================================================
-
-namespace builder_detail {
-
-/// `value` as a constant of `dtype` (a vector dtype gives a Broadcast).
-inline Expr literal(DataType dtype, double value, bool is_integral_literal) {
-  DataType scalar = dtype.element_of();
-  Expr e;
-  if (scalar.is_floating()) {
-    e = FloatImm::make(scalar, value);
-  } else if (scalar.is_int_or_bool()) {
-    PRIMJIT_USER_CHECK(is_integral_literal ||
-                       value == static_cast<double>(static_cast<int64_t>(value)))
-        << "the literal " << value << " cannot be used with an operand of dtype " << dtype
-        << " (insert a cast)";
-    e = IntImm::make(scalar, static_cast<int64_t>(value));
-  } else {
-    PRIMJIT_USER_ERROR() << "a literal cannot be combined with an operand of dtype " << dtype;
-  }
-  return dtype.lanes() > 1 ? Broadcast::make(e, dtype.lanes()) : e;
-}
-
-inline Expr int_literal(DataType dtype, int64_t value) {
-  DataType scalar = dtype.element_of();
-  if (scalar.is_int_or_bool()) {
-    Expr e = IntImm::make(scalar, value);
-    return dtype.lanes() > 1 ? Broadcast::make(e, dtype.lanes()) : e;
-  }
-  return literal(dtype, static_cast<double>(value), true);
-}
-
-inline void check_operand(const Expr& e, const char* op) {
-  PRIMJIT_USER_CHECK(e.defined()) << "operator " << op << ": an operand is undefined";
-}
-
-}  // namespace builder_detail
-
-#define PRIMJIT_BUILDER_BINARY_OPERATOR(op, make_expr)        \
-  inline Expr operator op(const Expr& a, const Expr& b) {     \
-    builder_detail::check_operand(a, #op);                    \
-    builder_detail::check_operand(b, #op);                    \
-    return make_expr;                                         \
-  }                                                           \
-  inline Expr operator op(const Expr& a, int b) {             \
-    builder_detail::check_operand(a, #op);                    \
-    return a op builder_detail::int_literal(a.dtype(), b);    \
-  }                                                           \
-  inline Expr operator op(const Expr& a, int64_t b) {         \
-    builder_detail::check_operand(a, #op);                    \
-    return a op builder_detail::int_literal(a.dtype(), b);    \
-  }                                                           \
-  inline Expr operator op(const Expr& a, double b) {          \
-    builder_detail::check_operand(a, #op);                    \
-    return a op builder_detail::literal(a.dtype(), b, false); \
-  }                                                           \
-  inline Expr operator op(int a, const Expr& b) {             \
-    builder_detail::check_operand(b, #op);                    \
-    return builder_detail::int_literal(b.dtype(), a) op b;    \
-  }                                                           \
-  inline Expr operator op(int64_t a, const Expr& b) {         \
-    builder_detail::check_operand(b, #op);                    \
-    return builder_detail::int_literal(b.dtype(), a) op b;    \
-  }                                                           \
-  inline Expr operator op(double a, const Expr& b) {          \
-    builder_detail::check_operand(b, #op);                    \
-    return builder_detail::literal(b.dtype(), a, false) op b; \
-  }
-
-PRIMJIT_BUILDER_BINARY_OPERATOR(+, Add::make(a, b))
-PRIMJIT_BUILDER_BINARY_OPERATOR(-, Sub::make(a, b))
-PRIMJIT_BUILDER_BINARY_OPERATOR(*, Mul::make(a, b))
-PRIMJIT_BUILDER_BINARY_OPERATOR(/, a.dtype().is_floating() ? Div::make(a, b) : FloorDiv::make(a, b))
-PRIMJIT_BUILDER_BINARY_OPERATOR(%, FloorMod::make(a, b))
-PRIMJIT_BUILDER_BINARY_OPERATOR(<, LT::make(a, b))
-PRIMJIT_BUILDER_BINARY_OPERATOR(<=, LE::make(a, b))
-PRIMJIT_BUILDER_BINARY_OPERATOR(>, GT::make(a, b))
-PRIMJIT_BUILDER_BINARY_OPERATOR(>=, GE::make(a, b))
-PRIMJIT_BUILDER_BINARY_OPERATOR(==, EQ::make(a, b))
-PRIMJIT_BUILDER_BINARY_OPERATOR(!=, NE::make(a, b))
-#undef PRIMJIT_BUILDER_BINARY_OPERATOR
-
-inline Expr operator&&(const Expr& a, const Expr& b) { return And::make(a, b); }
-inline Expr operator||(const Expr& a, const Expr& b) { return Or::make(a, b); }
-inline Expr operator!(const Expr& a) { return Not::make(a); }
-inline Expr operator-(const Expr& a) {
-  builder_detail::check_operand(a, "-");
-  return builder_detail::int_literal(a.dtype(), 0) - a;
-}
-
 namespace builder {
-
-using primjit::Expr;
-using primjit::Var;
-// ElementRef lives here, so argument-dependent lookup on `A[i] * 2.0` searches this namespace:
-// make the operators visible from it too.
-using primjit::operator+;
-using primjit::operator-;
-using primjit::operator*;
-using primjit::operator/;
-using primjit::operator%;
-using primjit::operator<;
-using primjit::operator<=;
-using primjit::operator>;
-using primjit::operator>=;
-using primjit::operator==;
-using primjit::operator!=;
-using primjit::operator&&;
-using primjit::operator||;
-using primjit::operator!;
-
-// --- dtypes -----------------------------------------------------------------------------------
-inline constexpr DataType i8 = DataType::Int(8);
-inline constexpr DataType i16 = DataType::Int(16);
-inline constexpr DataType i32 = DataType::Int(32);
-inline constexpr DataType i64 = DataType::Int(64);
-inline constexpr DataType u8 = DataType::UInt(8);
-inline constexpr DataType u16 = DataType::UInt(16);
-inline constexpr DataType u32 = DataType::UInt(32);
-inline constexpr DataType u64 = DataType::UInt(64);
-inline constexpr DataType f16 = DataType::Float(16);
-inline constexpr DataType f32 = DataType::Float(32);
-inline constexpr DataType f64 = DataType::Float(64);
-inline constexpr DataType bf16 = DataType::BFloat16();
-inline constexpr DataType fp8e4m3 = DataType::Float8E4M3FN();
-inline constexpr DataType fp8e5m2 = DataType::Float8E5M2();
-inline constexpr DataType boolean = DataType::Bool();
-
-/// An expression or a C++ number (int32 for integers, float32 for floating literals).
-class ExprLike {
- public:
-  ExprLike(Expr e) : expr_(std::move(e)) {}                              // NOLINT
-  ExprLike(int v) : expr_(make_const(v)) {}                              // NOLINT
-  ExprLike(int64_t v) : expr_(IntImm::make(DataType::Int(64), v)) {}     // NOLINT
-  ExprLike(double v) : expr_(FloatImm::make(DataType::Float(32), v)) {}  // NOLINT
-  template <typename T, typename = decltype(std::declval<const T&>().load())>
-  ExprLike(const T& element) : expr_(element.load()) {}  // NOLINT
-  const Expr& expr() const { return expr_; }
-  operator const Expr&() const { return expr_; }  // NOLINT
-
- private:
-  Expr expr_;
-};
-
-// --- expression helpers -----------------------------------------------------------------------
-inline Expr cast(DataType dtype, const ExprLike& value) {
-  return value.expr().dtype() == dtype ? value.expr() : Cast::make(dtype, value.expr());
-}
-inline Expr select(const ExprLike& cond, const ExprLike& a, const ExprLike& b) {
-  return Select::make(cond, a, b);
-}
-inline Expr min(const Expr& a, const Expr& b) { return Min::make(a, b); }
-inline Expr min(const Expr& a, double b) {
-  return Min::make(a, builder_detail::literal(a.dtype(), b, false));
-}
-inline Expr min(const Expr& a, int b) {
-  return Min::make(a, builder_detail::int_literal(a.dtype(), b));
-}
-inline Expr max(const Expr& a, const Expr& b) { return Max::make(a, b); }
-inline Expr max(const Expr& a, double b) {
-  return Max::make(a, builder_detail::literal(a.dtype(), b, false));
-}
-inline Expr max(const Expr& a, int b) {
-  return Max::make(a, builder_detail::int_literal(a.dtype(), b));
-}
-/// ceil(a / b) for non-negative integers: (a + b - 1) // b.
-inline Expr ceildiv(const Expr& a, const Expr& b) { return FloorDiv::make(a + b - 1, b); }
-inline Expr ceildiv(const Expr& a, int b) {
-  return ceildiv(a, builder_detail::int_literal(a.dtype(), b));
-}
-inline Expr truncdiv(const Expr& a, const Expr& b) { return Div::make(a, b); }
-inline Expr truncmod(const Expr& a, const Expr& b) { return Mod::make(a, b); }
-
-/// A builtin math function of the op table (ops.def) applied to `x`: exp, sqrt, log, tanh,
-/// fabs, ...; the result dtype follows the op's rule (bool for isnan, else x's dtype).
-inline Expr math(const char* name, const Expr& x) {
-  Op op = Op::get(name);
-  PRIMJIT_USER_CHECK(op->is_math() && op->num_args == 1)
-      << name << "() is not a one-argument math function";
-  PRIMJIT_USER_CHECK(x.defined() && x.dtype().is_floating())
-      << name << "() needs a floating-point argument, got "
-      << (x.defined() ? x.dtype().str() : std::string("nothing"));
-  DataType result =
-      op->type_rule == OpTypeRule::kBoolOfArg ? DataType::Bool(x.dtype().lanes()) : x.dtype();
-  return Call::make(result, op, {x});
-}
-inline Expr exp(const Expr& x) { return math("exp", x); }
-inline Expr exp2(const Expr& x) { return math("exp2", x); }
-inline Expr log(const Expr& x) { return math("log", x); }
-inline Expr log2(const Expr& x) { return math("log2", x); }
-inline Expr sqrt(const Expr& x) { return math("sqrt", x); }
-inline Expr rsqrt(const Expr& x) { return math("rsqrt", x); }
-inline Expr tanh(const Expr& x) { return math("tanh", x); }
-inline Expr sigmoid(const Expr& x) { return math("sigmoid", x); }
-inline Expr sin(const Expr& x) { return math("sin", x); }
-inline Expr cos(const Expr& x) { return math("cos", x); }
-inline Expr fabs(const Expr& x) { return math("fabs", x); }
-inline Expr floor(const Expr& x) { return math("floor", x); }
-inline Expr ceil(const Expr& x) { return math("ceil", x); }
-inline Expr erf(const Expr& x) { return math("erf", x); }
-inline Expr pow(const Expr& x, const Expr& y) {
-  return Call::make(x.dtype(), Op::get("pow"), {x, y});
-}
-/// A call to an external C/CUDA function `name` returning `dtype` (T.call_extern).
-template <typename... Args>
-Expr call_extern(DataType dtype, const std::string& name, const Args&... args) {
-  return Call::make(dtype, Op::get("call_extern"),
-                    {StringImm::make(name), ExprLike(args).expr()...});
-}
 
 // =============================================================================================
 // FunctionBuilder
@@ -252,24 +43,27 @@ class FunctionBuilder;
 class BufferRef;
 
 /// One element (or a vector of elements) of a buffer: reads convert to a BufferLoad,
-/// assignment emits a BufferStore.
+/// assignment emits a BufferStore. Errors of either name where the element was indexed.
 class ElementRef {
  public:
-  ElementRef(const BufferRef* buffer, std::vector<Expr> indices)
-      : buffer_(buffer), indices_(std::move(indices)) {}
+  ElementRef(const BufferRef* buffer, std::vector<Expr> indices, Loc loc = Loc::current())
+      : buffer_(buffer), indices_(std::move(indices)), loc_(loc) {}
 
   Expr load() const;
   operator Expr() const { return load(); }  // NOLINT
 
   ElementRef& operator=(const ExprLike& value);
   ElementRef& operator=(const ElementRef& other) { return *this = ExprLike(other.load()); }
-  ElementRef& operator+=(const ExprLike& v) { return *this = ExprLike(load() + v.expr()); }
-  ElementRef& operator-=(const ExprLike& v) { return *this = ExprLike(load() - v.expr()); }
-  ElementRef& operator*=(const ExprLike& v) { return *this = ExprLike(load() * v.expr()); }
+  ElementRef& operator+=(const ExprLike& v) { return update("+=", v, Add::make); }
+  ElementRef& operator-=(const ExprLike& v) { return update("-=", v, Sub::make); }
+  ElementRef& operator*=(const ExprLike& v) { return update("*=", v, Mul::make); }
 
  private:
+  ElementRef& update(const char* op, const ExprLike& v, Expr (*make)(Expr, Expr));
+
   const BufferRef* buffer_;
   std::vector<Expr> indices_;
+  Loc loc_;
 };
 
 /// A buffer made by a FunctionBuilder; index it to load or store.
@@ -277,14 +71,19 @@ class BufferRef {
  public:
   BufferRef() = default;
 
-  ElementRef operator[](const ExprLike& index) const { return ElementRef(this, {index.expr()}); }
+  // The location comes with the (first) index: operator[] cannot take a defaulted one.
+  ElementRef operator[](const ExprLike& index) const {
+    return ElementRef(this, {index.expr()}, index.loc());
+  }
   ElementRef operator[](std::initializer_list<ExprLike> indices) const {
-    return ElementRef(this, exprs(indices));
+    return ElementRef(this, exprs(indices), indices.size() > 0 ? indices.begin()->loc() : Loc());
   }
   template <typename... I>
-  ElementRef operator()(const I&... indices) const {
-    return ElementRef(this, {ExprLike(indices).expr()...});
+  ElementRef operator()(const ExprLike& first, const I&... rest) const {
+    return ElementRef(this, {first.expr(), ExprLike(rest).expr()...}, first.loc());
   }
+  /// The element of a 0-d buffer.
+  ElementRef operator()(Loc loc = Loc::current()) const { return ElementRef(this, {}, loc); }
 
   const Buffer& buffer() const { return buffer_; }
   operator const Buffer&() const { return buffer_; }  // NOLINT
@@ -530,13 +329,7 @@ class FunctionBuilder {
   }
 
   /// Where a statement was built, for error messages: "file.cc:12: ".
-  static std::string at(const Loc& loc) {
-    if (loc.line() == 0) return "";  // no user call site (a store through operator=)
-    std::string file = loc.file_name();
-    size_t slash = file.find_last_of('/');
-    if (slash != std::string::npos) file = file.substr(slash + 1);
-    return file + ":" + std::to_string(loc.line()) + ": ";
-  }
+  static std::string at(const Loc& loc) { return builder_detail::at(loc); }
 
  private:
   friend class ElementRef;
@@ -714,37 +507,46 @@ class FunctionBuilder {
 // --- ElementRef -------------------------------------------------------------------------------
 
 inline Expr ElementRef::load() const {
+  using builder_detail::at;
   PRIMJIT_USER_CHECK(buffer_ != nullptr && buffer_->owner_ != nullptr)
+      << at(loc_)
       << "this buffer does not belong to any function; make buffers with a FunctionBuilder";
   const Buffer& b = buffer_->buffer_;
   PRIMJIT_USER_CHECK(indices_.size() == b->ndim())
-      << "buffer '" << b->name << "' has " << b->ndim() << " dimension"
+      << at(loc_) << "buffer '" << b->name << "' has " << b->ndim() << " dimension"
       << (b->ndim() == 1 ? "" : "s") << " but is indexed with " << indices_.size()
       << (indices_.size() == 1 ? " index" : " indices");
-  return BufferLoad::make(b, indices_);
+  return builder_detail::located(loc_, "load", [&] { return BufferLoad::make(b, indices_); });
+}
+
+inline ElementRef& ElementRef::update(const char* op, const ExprLike& v, Expr (*make)(Expr, Expr)) {
+  Expr value = load();
+  Expr updated = builder_detail::located(loc_, op, [&] {
+    builder_detail::check_operand(v.expr());
+    return make(value, builder_detail::adopt_literal(value.dtype(), v.expr()));
+  });
+  return *this = ExprLike(updated, loc_);
 }
 
 inline ElementRef& ElementRef::operator=(const ExprLike& value) {
+  using builder_detail::at;
   PRIMJIT_USER_CHECK(buffer_ != nullptr && buffer_->owner_ != nullptr)
+      << at(loc_)
       << "this buffer does not belong to any function; make buffers with a FunctionBuilder";
   FunctionBuilder& f = *buffer_->owner_;
   const Buffer& b = buffer_->buffer_;
-  FunctionBuilder::Loc loc{};  // operator= cannot take the caller's location
+  const Loc& loc = loc_;  // where the element was indexed: operator= cannot take a location
   PRIMJIT_USER_CHECK(!f.finished_)
-      << "store to '" << b->name << "': function '" << f.name_
+      << at(loc) << "store to '" << b->name << "': function '" << f.name_
       << "' is already finished; statements cannot be added after finish()";
   Expr load = this->load();  // checks the index count
   Expr v = value.expr();
-  // A C++ literal adopts the buffer's dtype.
-  if (const auto* imm = v.as<IntImm>();
-      imm != nullptr && load.dtype() != v.dtype() && v.dtype() == DataType::Int(32)) {
-    v = builder_detail::int_literal(load.dtype(), imm->value);
-  } else if (const auto* fimm = v.as<FloatImm>();
-             fimm != nullptr && load.dtype() != v.dtype() && v.dtype() == DataType::Float(32)) {
-    v = builder_detail::literal(load.dtype(), fimm->value, false);
-  }
+  PRIMJIT_USER_CHECK(v.defined()) << at(loc) << "store to '" << b->name
+                                  << "': the value is undefined";
+  v = builder_detail::located(loc, "store",
+                              [&] { return builder_detail::adopt_literal(load.dtype(), v); });
   PRIMJIT_USER_CHECK(v.dtype() == load.dtype())
-      << "store to '" << b->name << "': the value has dtype " << v.dtype()
+      << at(loc) << "store to '" << b->name << "': the value has dtype " << v.dtype()
       << " but the buffer holds " << load.dtype() << " (use cast(" << load.dtype().str()
       << ", value))";
   f.check_buffer(b.get(), loc);

@@ -3,7 +3,8 @@
 // legalization passes (whose IR formulas must agree), the interpreter and the tests.
 //
 // Public API (part of <primjit/primjit.h>): applications use it to fill and read tensors of
-// these dtypes, whose elements are stored as their bit patterns (uint16_t, uint8_t).
+// these dtypes, whose elements are stored as their bit patterns (uint16_t, uint8_t); the value
+// types primjit::float16 and primjit::bfloat16 (below) wrap the 16-bit ones.
 //
 // Rules: round to nearest, ties to even, on every conversion from float32. NaN stays NaN (sign
 // kept). Out of range: float16 and bfloat16 give infinity (IEEE); the float8 formats saturate
@@ -15,6 +16,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace primjit::fp {
 
@@ -110,3 +112,50 @@ inline float bfloat16_bits_to_float(uint16_t bits) {
 inline float round_to(const Format& f, float x) { return decode(f, encode(f, x)); }
 
 }  // namespace primjit::fp
+
+namespace primjit {
+
+// Value types for the 16-bit floating dtypes: a `float16` or `bfloat16` is what one element of
+// a tensor of that dtype holds (its bits, 2 bytes, trivially copyable), so `data<float16>()`
+// reads and writes such a tensor. Conversions from and to float are explicit and follow the
+// rules above: `primjit::float16 h(0.1f); float back = float(h);`. They are named like the
+// dtypes (float16, bfloat16) because they stand for them, as `float` stands for float32.
+
+/// An IEEE binary16 value (dtype float16).
+class float16 {
+ public:
+  float16() = default;
+  explicit float16(float x) : bits_(static_cast<uint16_t>(fp::encode(fp::kFloat16, x))) {}
+  static float16 from_bits(uint16_t bits) {
+    float16 h;
+    h.bits_ = bits;
+    return h;
+  }
+  uint16_t bits() const { return bits_; }
+  explicit operator float() const { return fp::decode(fp::kFloat16, bits_); }
+
+ private:
+  uint16_t bits_ = 0;
+};
+
+/// A bfloat16 value: the high half of a float32 (dtype bfloat16).
+class bfloat16 {
+ public:
+  bfloat16() = default;
+  explicit bfloat16(float x) : bits_(fp::float_to_bfloat16_bits(x)) {}
+  static bfloat16 from_bits(uint16_t bits) {
+    bfloat16 b;
+    b.bits_ = bits;
+    return b;
+  }
+  uint16_t bits() const { return bits_; }
+  explicit operator float() const { return fp::bfloat16_bits_to_float(bits_); }
+
+ private:
+  uint16_t bits_ = 0;
+};
+
+static_assert(sizeof(float16) == 2 && std::is_trivially_copyable_v<float16>);
+static_assert(sizeof(bfloat16) == 2 && std::is_trivially_copyable_v<bfloat16>);
+
+}  // namespace primjit

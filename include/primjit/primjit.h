@@ -9,6 +9,7 @@
 #include "primjit/error.h"
 #include "primjit/float_formats.h"
 #include "primjit/ir.h"
+#include "primjit/ir/source_map.h"
 #include "primjit/ir/structural.h"
 #include "primjit/ir/text.h"
 #include "primjit/ir/verify.h"

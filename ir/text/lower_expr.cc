@@ -265,12 +265,14 @@ Expr Lowerer::name_expr(const Ast& a) {
   if (e->kind == Entity::kBuffer) {
     // A one-element buffer's bare name is its element (TVMScript's scalar sugar).
     if (is_scalar_buffer(e->buffer)) {
+      note_use(a, e->buffer);
       return guard(a.loc,
                    [&] { return BufferLoad::make(e->buffer, {make_const(DataType::Int(32), 0)}); });
     }
     fail(a.loc, "buffer '" + a.text + "' is not a value; index it (" + a.text + "[i]) or use " +
                     a.text + ".data");
   }
+  note_use(a, e->var);
   return e->var;
 }
 
@@ -282,7 +284,10 @@ Expr Lowerer::attr_expr(const Ast& a) {
   if (object.kind == AK::kName) {
     const Entity* e = lookup(object.text);
     if (e != nullptr && e->kind == Entity::kBuffer) {
-      if (a.text == "data") return e->buffer->data;
+      if (a.text == "data") {
+        note_use(object, e->buffer->data);
+        return e->buffer->data;
+      }
       fail(a.op_loc, "unknown buffer attribute '" + a.text + "'; only .data is supported");
     }
     if (e == nullptr && !class_name_.empty() && object.text == class_name_) {
@@ -305,6 +310,7 @@ Buffer Lowerer::buffer_name(const Ast& a) {
   const Entity* e = lookup(a.text);
   if (e == nullptr) fail(a.loc, "undefined name '" + a.text + "'");
   if (e->kind != Entity::kBuffer) fail(a.loc, "'" + a.text + "' is not a buffer");
+  note_use(a, e->buffer);
   return e->buffer;
 }
 

@@ -49,6 +49,7 @@ IRModule Lowerer::lower(const FileAst& file) {
   type_vars_ = &file.type_vars;
   for (const FuncAst& f : file.funcs) {
     PrimFunc func = function(f);
+    if (source_map_ != nullptr) source_map_->add(func, SourceLocation{f.loc.line, f.loc.col});
     GlobalVar gvar = file.is_module ? functions_.at(f.name).first : GlobalVar::make(f.name);
     functions.emplace_back(gvar, func);
   }
@@ -65,6 +66,16 @@ const Entity* Lowerer::lookup(const std::string& name) const {
   if (found != nullptr) return found;
   auto it = closed_.find(name);
   return it != closed_.end() ? &it->second : nullptr;
+}
+
+void Lowerer::note_use(const Ast& name, const Ref<Object>& entity) {
+  if (source_map_ == nullptr) return;
+  bool open = false;
+  scopes_.for_each([&](const std::unordered_map<std::string, Entity>& frame) {
+    open = open || frame.count(name.text) > 0;
+  });
+  if (!open)
+    source_map_->add_late_use(entity, stmt_loc_, SourceLocation{name.loc.line, name.loc.col});
 }
 
 Var Lowerer::rebound_or(const std::string& name, const Var& fresh) const {
@@ -167,14 +178,26 @@ Target Lowerer::target(const Ast& a) {
 // --- statements -----------------------------------------------------------------------------
 Stmt Lowerer::block(const std::vector<StmtPtr>& stmts, size_t begin, bool top) {
   std::vector<Stmt> out;
+  struct Restore {
+    SourceLocation* where;
+    SourceLocation saved;
+    ~Restore() { *where = saved; }
+  } restore{&stmt_loc_, stmt_loc_};
   for (size_t i = begin; i < stmts.size(); ++i) {
     const StmtAst& s = *stmts[i];
+    size_t first = out.size();
     try {
-      if (std::optional<Stmt> concise = concise_attr(stmts, i, top)) {
+      stmt_loc_ = SourceLocation{s.loc.line, s.loc.col};
+      std::optional<Stmt> concise = concise_attr(stmts, i, top);
+      if (concise) {
         out.push_back(*concise);
-        break;
+      } else {
+        statement(s, top, &out);
       }
-      statement(s, top, &out);
+      if (source_map_ != nullptr) {
+        for (size_t k = first; k < out.size(); ++k) source_map_->add(out[k], stmt_loc_);
+      }
+      if (concise) break;
     } catch (const ParseError&) {
       throw;
     } catch (const Error& e) {

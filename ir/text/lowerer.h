@@ -24,6 +24,7 @@
 #include "ir/scope_stack.h"
 #include "ir/text/ast.h"
 #include "primjit/ir/function.h"
+#include "primjit/ir/source_map.h"
 #include "primjit/ir/stmt.h"
 
 namespace primjit::text_internal {
@@ -81,7 +82,9 @@ std::optional<int64_t> int_literal(const Ast& a);
 
 class Lowerer {
  public:
-  explicit Lowerer(const Source& src) : src_(src) {}
+  /// With a `source_map`, records where statements begin and late uses of names (source_map.h).
+  explicit Lowerer(const Source& src, SourceMap* source_map = nullptr)
+      : src_(src), source_map_(source_map) {}
 
   IRModule lower(const FileAst& file);
 
@@ -108,6 +111,9 @@ class Lowerer {
 
   /// The innermost open definition of `name`, else its latest definition in a closed block.
   const Entity* lookup(const std::string& name) const;
+  /// With a source map: when `name` (a use of `entity`) resolves only to a closed block, records
+  /// where, so that the verifier's "used out of scope" names its line and column.
+  void note_use(const Ast& name, const Ref<Object>& entity);
 
   /// Runs `body` in a new block scope; its definitions stay resolvable after it ends.
   template <typename F>
@@ -230,6 +236,8 @@ class Lowerer {
   PrimFunc function(const FuncAst& f);
 
   const Source& src_;
+  SourceMap* source_map_ = nullptr;
+  SourceLocation stmt_loc_;  // where the statement being lowered begins (for note_use)
   std::string class_name_;
   std::map<std::string, std::pair<GlobalVar, DataType>> functions_;
   ScopeStack<std::unordered_map<std::string, Entity>> scopes_;

@@ -32,12 +32,15 @@ class Source {
   std::string_view text() const { return text_; }
 
   [[noreturn]] void fail(Loc loc, const std::string& message) const {
-    std::string source_line = line_text(loc.line);
+    throw ParseError(format(loc, message), file_, loc.line, std::max(loc.col, 1), message);
+  }
+
+  /// "FILE:LINE:COL: error: MESSAGE\n<the source line>\n<caret under COL>".
+  std::string format(Loc loc, const std::string& message) const {
     int col = std::max(loc.col, 1);
-    std::string what = file_ + ":" + std::to_string(loc.line) + ":" + std::to_string(col) +
-                       ": error: " + message + "\n" + source_line + "\n" +
-                       std::string(static_cast<size_t>(col - 1), ' ') + "^";
-    throw ParseError(what, file_, loc.line, col, message);
+    return file_ + ":" + std::to_string(loc.line) + ":" + std::to_string(col) +
+           ": error: " + message + "\n" + line_text(loc.line) + "\n" +
+           std::string(static_cast<size_t>(col - 1), ' ') + "^";
   }
 
  private:
