@@ -10,7 +10,9 @@
 //           the same sequence overwrites (same buffer, provably same index) before anything may
 //           read it: nothing between them reads or writes memory the buffer may alias
 //           (AliasAnalysis), calls anything that is not pure, asserts or loops with `while`; of
-//           such a store only its value's calls with side effects stay, as an Evaluate. An `if`
+//           such a store only its value's calls with side effects stay, as an Evaluate. A
+//           DeclBuffer whose buffer nothing accesses goes, and so does an AllocBuffer whose
+//           buffer nothing accesses and whose data pointer nothing else mentions. An `if`
 //           whose branches are structurally equal becomes that branch (the condition stays as an
 //           Evaluate only when it has side effects). A function whose body becomes empty keeps
 //           a single `T.evaluate(0)`. While loops are kept (their condition decides
@@ -78,24 +80,45 @@ bool allocates_at_top(const Stmt& s) {
   return false;
 }
 
-// How often each variable occurs in expressions (definitions excluded).
+// How often each variable occurs in expressions (Bind definitions excluded; a buffer's data
+// variable counts once per declaration and access), and how often each buffer is accessed or
+// named by an attribute.
 class UseCounter : public StmtExprVisitor {
  public:
   std::unordered_map<const VarNode*, int> uses;
+  std::unordered_map<const BufferNode*, int> buffer_uses;
   void visit(const VarNode* op) override { ++uses[op]; }
   void visit(const Bind* op) override { visit_expr(op->value); }
-  void visit_buffer_use(const Buffer& buffer) override { visit_buffer_def(buffer); }
+  void visit(const AttrStmt* op) override {
+    if (const auto* buffer = op->node.as<BufferNode>()) ++buffer_uses[buffer];
+    StmtExprVisitor::visit(op);
+  }
+  void visit_buffer_use(const Buffer& buffer) override {
+    ++buffer_uses[buffer.get()];
+    visit_buffer_def(buffer);
+  }
 };
 
 class NoOpRemover : public StmtExprMutator {
  public:
-  NoOpRemover(const std::unordered_map<const VarNode*, int>& uses, const AliasAnalysis& alias)
-      : uses_(uses), alias_(alias) {}
+  NoOpRemover(const UseCounter& uses, const AliasAnalysis& alias)
+      : uses_(uses.uses), buffer_uses_(uses.buffer_uses), alias_(alias) {}
+
+  // A view nothing accesses declares nothing anyone needs; an allocation whose buffer nothing
+  // accesses and whose data pointer nothing else mentions (no view, no call) is never touched.
+  Stmt mutate(const DeclBuffer* op) override {
+    if (count(buffer_uses_, op->buffer.get()) == 0) return no_op();
+    return StmtExprMutator::mutate(op);
+  }
+  Stmt mutate(const AllocBuffer* op) override {
+    if (count(buffer_uses_, op->buffer.get()) == 0 && count(uses_, op->buffer->data.get()) == 1) {
+      return no_op();
+    }
+    return StmtExprMutator::mutate(op);
+  }
 
   Stmt mutate(const Bind* op) override {
-    auto it = uses_.find(op->var.get());
-    bool unused = it == uses_.end() || it->second == 0;
-    if (unused && !has_side_effects(op->value)) return no_op();
+    if (count(uses_, op->var.get()) == 0 && !has_side_effects(op->value)) return no_op();
     Stmt s = StmtExprMutator::mutate(op);
     const auto* bind = s.as<Bind>();
     if (is_int_scalar(bind->value) && is_fact(bind->value)) analyzer_.bind(bind->var, bind->value);
@@ -187,6 +210,11 @@ class NoOpRemover : public StmtExprMutator {
 
  private:
   static Stmt no_op() { return Evaluate::make(make_const(0)); }
+  template <typename Key>
+  static int count(const std::unordered_map<const Key*, int>& counts, const Key* key) {
+    auto it = counts.find(key);
+    return it == counts.end() ? 0 : it->second;
+  }
   static bool is_int_scalar(const Expr& e) { return e.dtype().is_int() && e.dtype().lanes() == 1; }
   // True when `e` may serve as a fact for the rest of its scope: it reads no memory (a store
   // could change it) and calls nothing with effects.
@@ -279,6 +307,7 @@ class NoOpRemover : public StmtExprMutator {
   }
 
   const std::unordered_map<const VarNode*, int>& uses_;
+  const std::unordered_map<const BufferNode*, int>& buffer_uses_;
   const AliasAnalysis& alias_;
   // Facts of the enclosing scopes (loop ranges, conditions, Binds) that read no memory.
   arith::Analyzer analyzer_;
@@ -287,13 +316,14 @@ class NoOpRemover : public StmtExprMutator {
 }  // namespace
 
 Stmt remove_no_op(const Stmt& body) {
-  // Removing a Bind can leave another unused (x = 1; y = x): repeat until nothing changes.
+  // Removing a Bind can leave another unused (x = 1; y = x), removing a view its allocation:
+  // repeat until nothing changes.
   Stmt current = body;
   for (int round = 0; round < 16; ++round) {
     UseCounter counter;
     counter.visit_stmt(current);
     AliasAnalysis alias(current);
-    Stmt next = NoOpRemover(counter.uses, alias).mutate_stmt(current);
+    Stmt next = NoOpRemover(counter, alias).mutate_stmt(current);
     if (next.same_as(current)) break;
     current = next;
   }
