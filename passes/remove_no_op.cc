@@ -107,11 +107,14 @@ class NoOpRemover : public StmtExprMutator {
   // A view nothing accesses declares nothing anyone needs; an allocation whose buffer nothing
   // accesses and whose data pointer nothing else mentions (no view, no call) is never touched.
   Stmt mutate(const DeclBuffer* op) override {
-    if (count(buffer_uses_, op->buffer.get()) == 0) return no_op();
+    if (count(buffer_uses_, op->buffer.get()) == 0 && !layout_has_side_effects(op->buffer)) {
+      return no_op();
+    }
     return StmtExprMutator::mutate(op);
   }
   Stmt mutate(const AllocBuffer* op) override {
-    if (count(buffer_uses_, op->buffer.get()) == 0 && count(uses_, op->buffer->data.get()) == 1) {
+    if (count(buffer_uses_, op->buffer.get()) == 0 && count(uses_, op->buffer->data.get()) == 1 &&
+        !layout_has_side_effects(op->buffer)) {
       return no_op();
     }
     return StmtExprMutator::mutate(op);
@@ -214,6 +217,10 @@ class NoOpRemover : public StmtExprMutator {
   static int count(const std::unordered_map<const Key*, int>& counts, const Key* key) {
     auto it = counts.find(key);
     return it == counts.end() ? 0 : it->second;
+  }
+  static bool layout_has_side_effects(const Buffer& b) {
+    return any_side_effects(b->shape) || any_side_effects(b->strides) ||
+           (b->elem_offset.defined() && has_side_effects(b->elem_offset));
   }
   static bool is_int_scalar(const Expr& e) { return e.dtype().is_int() && e.dtype().lanes() == 1; }
   // True when `e` may serve as a fact for the rest of its scope: it reads no memory (a store
