@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "passes/pass_list.h"
+#include "primjit/arith.h"
 #include "primjit/error.h"
 #include "primjit/ir/functor.h"
 
@@ -67,9 +68,35 @@ DataType index_dtype(const Buffer& b) {
   return t;
 }
 
-Expr flat_extent(const Buffer& b) {
+// The compact row-major strides of `shape` in dtype `t`: shape[k+1] * ... * shape[n-1].
+std::vector<Expr> compact_strides(const std::vector<Expr>& shape, DataType t) {
+  std::vector<Expr> strides(shape.size());
+  Expr stride = IntImm::make(t, 1);
+  for (size_t k = shape.size(); k-- > 0;) {
+    strides[k] = stride;
+    stride = mul(to_dtype(shape[k], t), stride);
+  }
+  return strides;
+}
+
+// True when `b` has explicit strides that are provably the compact row-major ones: it then
+// flattens exactly like the same buffer without strides.
+bool has_compact_strides(const Buffer& b) {
+  if (b->strides.size() != b->ndim()) return false;
   DataType t = index_dtype(b);
-  if (b->strides.empty()) {
+  std::vector<Expr> compact = compact_strides(b->shape, t);
+  arith::Analyzer analyzer;
+  for (size_t k = 0; k < compact.size(); ++k) {
+    Expr stride = to_dtype(b->strides[k], t);
+    if (!analyzer.can_prove_equal(stride, compact[k])) return false;
+  }
+  return true;
+}
+
+// `compact`: the buffer has no strides or has_compact_strides.
+Expr flat_extent(const Buffer& b, bool compact) {
+  DataType t = index_dtype(b);
+  if (compact) {
     Expr extent = IntImm::make(t, 1);
     for (const Expr& e : b->shape) extent = mul(extent, to_dtype(e, t));
     return extent;
@@ -85,26 +112,27 @@ Expr flat_extent(const Buffer& b) {
   return extent;
 }
 
-Buffer flat_buffer(const Buffer& b) {
-  return Buffer::make(b->data, storage_dtype(b->dtype), {flat_extent(b)}, {}, b->elem_offset,
-                      b->name, b->data_alignment, b->offset_factor);
+Buffer flat_buffer(const Buffer& b, bool compact) {
+  return Buffer::make(b->data, storage_dtype(b->dtype), {flat_extent(b, compact)}, {},
+                      b->elem_offset, b->name, b->data_alignment, b->offset_factor);
 }
 
-Expr flat_index(const Buffer& b, const std::vector<Expr>& indices) {
+// The flat index: sum(index[k] * stride[k]), with the compact row-major strides when the buffer
+// has none (or has exactly those), so `A[i, j, k]` of shape (n, m, 8) becomes
+// `i * (m * 8) + j * 8 + k` whichever way the layout was spelled.
+Expr flat_index(const Buffer& b, bool compact, const std::vector<Expr>& indices) {
   if (indices.empty()) return make_const(0);
   DataType t = indices.front().dtype().element_of();
   auto as_index = [&](const Expr& e) { return e.dtype().element_of() == t ? e : to_dtype(e, t); };
-  Expr index;
-  if (b->strides.empty()) {
-    index = as_index(indices[0]);
-    for (size_t k = 1; k < indices.size(); ++k) {
-      index = add(mul(index, as_index(b->shape[k])), as_index(indices[k]));
-    }
+  std::vector<Expr> strides;
+  if (compact) {
+    strides = compact_strides(b->shape, t);
   } else {
-    index = IntImm::make(t, 0);
-    for (size_t k = 0; k < indices.size(); ++k) {
-      index = add(index, mul(as_index(indices[k]), as_index(b->strides[k])));
-    }
+    for (const Expr& stride : b->strides) strides.push_back(as_index(stride));
+  }
+  Expr index = IntImm::make(t, 0);
+  for (size_t k = 0; k < indices.size(); ++k) {
+    index = add(index, mul(as_index(indices[k]), strides[k]));
   }
   return index;
 }
@@ -115,9 +143,7 @@ class Flattener : public StmtExprMutator {
     std::vector<Stmt> aliases;
     for (const auto& [param, buffer] : func->buffer_map) {
       if (!needs_flattening(buffer) || flat_.count(buffer.get()) > 0) continue;
-      Buffer flat = flat_buffer(buffer);
-      flat_.emplace(buffer.get(), Entry{buffer, flat});
-      aliases.push_back(DeclBuffer::make(flat));
+      aliases.push_back(DeclBuffer::make(add_entry(buffer, buffer)));
     }
     Stmt body = mutate_stmt(func->body);
     if (aliases.empty()) return func.with_body(body);
@@ -140,7 +166,8 @@ class Flattener : public StmtExprMutator {
     if (it == flat_.end()) return StmtExprMutator::mutate(op);
     std::vector<Expr> indices = op->indices;
     mutate_exprs(op->indices, &indices);
-    Expr load = BufferLoad::make(it->second.flat, {flat_index(it->second.original, indices)});
+    Expr load = BufferLoad::make(it->second.flat,
+                                 {flat_index(it->second.original, it->second.compact, indices)});
     return op->buffer->dtype.element_of().is_bool() ? Cast::make(op->dtype, load) : load;
   }
 
@@ -153,7 +180,8 @@ class Flattener : public StmtExprMutator {
     if (op->buffer->dtype.element_of().is_bool()) {
       value = Cast::make(storage_dtype(value.dtype()), value);
     }
-    return BufferStore::make(it->second.flat, value, {flat_index(it->second.original, indices)});
+    return BufferStore::make(it->second.flat, value,
+                             {flat_index(it->second.original, it->second.compact, indices)});
   }
 
   Stmt mutate(const AttrStmt* op) override {
@@ -172,13 +200,21 @@ class Flattener : public StmtExprMutator {
   struct Entry {
     Buffer original;
     Buffer flat;
+    bool compact;  // no strides, or the compact row-major ones
   };
 
-  Buffer flatten_def(const Buffer& buffer) {
-    Buffer mutated = mutate_buffer_def(buffer);  // shapes may mention rewritten variables
-    Buffer flat = flat_buffer(mutated);
-    flat_.emplace(buffer.get(), Entry{mutated, flat});
+  // Records how accesses to `buffer` (its definition with rewritten shapes: `layout`) flatten;
+  // returns the flat buffer.
+  Buffer add_entry(const Buffer& buffer, const Buffer& layout) {
+    bool compact = layout->strides.empty() || has_compact_strides(layout);
+    Buffer flat = flat_buffer(layout, compact);
+    flat_.emplace(buffer.get(), Entry{layout, flat, compact});
     return flat;
+  }
+
+  Buffer flatten_def(const Buffer& buffer) {
+    // Shapes may mention rewritten variables.
+    return add_entry(buffer, mutate_buffer_def(buffer));
   }
 
   std::unordered_map<const BufferNode*, Entry> flat_;
