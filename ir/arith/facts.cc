@@ -10,6 +10,17 @@
 namespace primjit::arith::detail {
 namespace {
 
+// Appends the operands of the nest of And (or Or) nodes at the top of `e`, left to right.
+void flatten_logical(NodeKind k, const Expr& e, std::vector<Expr>* out) {
+  if (e.kind() != k) {
+    out->push_back(e);
+    return;
+  }
+  auto [a, b] = operands(e);
+  flatten_logical(k, *a, out);
+  flatten_logical(k, *b, out);
+}
+
 bool is_compare(NodeKind k) {
   return k == NodeKind::kEQ || k == NodeKind::kNE || k == NodeKind::kLT || k == NodeKind::kLE ||
          k == NodeKind::kGT || k == NodeKind::kGE;
@@ -24,7 +35,7 @@ bool is_compare(NodeKind k) {
 AnalyzerImpl::AnalyzerImpl() = default;
 
 void AnalyzerImpl::push_scope() {
-  frames_.push_back({undo_.size(), facts_.size(), known_true_.size()});
+  frames_.push_back({undo_.size(), facts_.size(), known_true_.size(), disjunctions_.size()});
 }
 
 void AnalyzerImpl::pop_scope() {
@@ -42,6 +53,7 @@ void AnalyzerImpl::pop_scope() {
   }
   facts_.resize(frame.facts_size);
   known_true_.resize(frame.known_size);
+  disjunctions_.resize(frame.disjunctions_size);
 }
 
 namespace {
@@ -64,6 +76,9 @@ void AnalyzerImpl::forget(const std::function<bool(const Expr&)>& stale) {
   // scope's end must not bring a forgotten fact back.
   for (Expr& cond : known_true_) {
     if (is_stale(cond)) cond = make_int(DataType::Bool(), 1);
+  }
+  for (std::vector<Expr>& cases : disjunctions_) {
+    if (std::any_of(cases.begin(), cases.end(), is_stale)) cases.clear();
   }
   for (Linear& fact : facts_) {
     bool drop = false;
@@ -151,6 +166,12 @@ void AnalyzerImpl::assume(const Expr& cond) {
       assume(op->b);
       return;
     }
+    case NodeKind::kOr: {
+      std::vector<Expr> cases;
+      flatten_logical(NodeKind::kOr, cond, &cases);
+      add_disjunction(std::move(cases));
+      return;
+    }
     case NodeKind::kVar:
       tighten(Var(cond.as<VarNode>()), Interval::point(1));
       return;
@@ -163,6 +184,13 @@ void AnalyzerImpl::assume(const Expr& cond) {
         assume(Not::make(o->b));
       } else if (const auto* n = x.as<Not>()) {
         assume(n->a);
+      } else if (x.as<And>() != nullptr) {
+        // not (a and b): a fails or b fails.
+        std::vector<Expr> conjuncts;
+        flatten_logical(NodeKind::kAnd, x, &conjuncts);
+        std::vector<Expr> cases;
+        for (const Expr& c : conjuncts) cases.push_back(Not::make(c));
+        add_disjunction(std::move(cases));
       } else if (is_compare(x.kind())) {
         // The negation of an integer comparison is the opposite comparison.
         auto [pa, pb] = operands(x);
@@ -223,9 +251,61 @@ void AnalyzerImpl::assume(const Expr& cond) {
   }
 }
 
+void AnalyzerImpl::add_disjunction(std::vector<Expr> disjuncts) {
+  // A longer disjunction is kept as a plain fact: splitting it would cost too much.
+  if (disjuncts.size() < 2 || disjuncts.size() > kMaxDisjuncts) return;
+  disjunctions_.push_back(std::move(disjuncts));
+}
+
+std::optional<bool> AnalyzerImpl::by_cases(const std::function<std::optional<bool>()>& query) {
+  if (splitting_ || disjunctions_.empty()) return std::nullopt;
+  struct Splitting {
+    bool& flag;
+    explicit Splitting(bool& f) : flag(f) { flag = true; }
+    ~Splitting() { flag = false; }
+  } splitting(splitting_);
+  size_t tried = 0;
+  for (size_t k = disjunctions_.size(); k-- > 0 && tried < kMaxCaseFacts;) {
+    if (disjunctions_[k].empty()) continue;
+    ++tried;
+    std::vector<Expr> cases = disjunctions_[k];  // assume() below may grow the list
+    std::optional<bool> common;
+    bool agree = true;
+    for (const Expr& d : cases) {
+      const auto* known = simplify(d).as<IntImm>();
+      if (known != nullptr && known->value == 0) continue;  // this case cannot happen here
+      push_scope();
+      assume(d);
+      std::optional<bool> r = query();
+      pop_scope();
+      if (!r || (common && *common != *r)) {
+        agree = false;
+        break;
+      }
+      common = r;
+    }
+    if (agree && common) return common;
+  }
+  return std::nullopt;
+}
+
 // =============================================================================================
 // Proofs
 // =============================================================================================
+
+std::optional<Linear> AnalyzerImpl::expand_floor_div(const Expr& atom, i128 c) {
+  const auto* div = atom.as<FloorDiv>();
+  if (div == nullptr || !is_int_scalar(atom.dtype())) return std::nullopt;
+  const auto* k = div->b.as<IntImm>();
+  if (k == nullptr || int_value(k) <= 0 || c % int_value(k) != 0) return std::nullopt;
+  // x // k * k == x - x % k for k > 0, where x is the dividend's value (its ring form when
+  // that is exact, else the dividend as one atom).
+  i128 q = c / int_value(k);
+  Linear x = linearize(div->a);
+  if (!fits(x, atom.dtype())) x = Linear{{{div->a, 1}}, 0};
+  Linear remainder{{{FloorMod::make(div->a, div->b), 1}}, 0};
+  return combine(x, q, remainder, -q);
+}
 
 bool AnalyzerImpl::prove_nonneg(const Linear& l, int depth) {
   if (bound(l).lo >= 0) return true;
@@ -262,6 +342,7 @@ bool AnalyzerImpl::prove_nonneg(const Linear& l, int depth) {
         }
       }
     }
+    if (!replaced) replaced = expand_floor_div(atom, c);
     if (replaced) changed = true;
     std::optional<Linear> next = combine(lower, 1, replaced ? *replaced : term, 1);
     if (!next) return false;
