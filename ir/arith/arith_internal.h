@@ -125,6 +125,8 @@ class AnalyzerImpl {
   std::optional<bool> by_cases(const std::function<std::optional<bool>()>& query);
   static constexpr size_t kMaxCaseFacts = 4;
   static constexpr size_t kMaxDisjuncts = 4;
+  /// prove_nonneg() pairs the innermost this many facts (i < j and j < k give i < k).
+  static constexpr size_t kMaxChainFacts = 8;
 
   // --- analyses ----------------------------------------------------------------------------
   /// Exact bounds of the value of `e` (per lane for vectors).
@@ -175,6 +177,8 @@ class AnalyzerImpl {
   Linear normalize(std::vector<std::pair<Expr, i128>> terms, i128 constant, int bits);
   void add_fact(const Linear& l);
   void add_disjunction(std::vector<Expr> disjuncts);
+  /// The value a boolean variable is bound to (a Bind or Let), or undefined.
+  Expr bound_value(const VarNode* var) const;
   /// The exact form of `c * atom` without the floor division, when `atom` is `x // k` for a
   /// positive literal k dividing c: (c/k) * x - (c/k) * (x % k).
   std::optional<Linear> expand_floor_div(const Expr& atom, i128 c);

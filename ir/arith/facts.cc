@@ -139,6 +139,11 @@ void AnalyzerImpl::tighten(const Var& var, const Interval& b) {
   set_info(var.get(), std::move(updated));
 }
 
+Expr AnalyzerImpl::bound_value(const VarNode* var) const {
+  const VarInfo* vi = info(var);
+  return vi != nullptr && vi->value.defined() && vi->value.dtype().is_bool() ? vi->value : Expr();
+}
+
 void AnalyzerImpl::add_fact(const Linear& l) {
   facts_.push_back(l);
   if (l.terms.size() != 1) return;
@@ -172,13 +177,19 @@ void AnalyzerImpl::assume(const Expr& cond) {
       add_disjunction(std::move(cases));
       return;
     }
-    case NodeKind::kVar:
+    case NodeKind::kVar: {
+      // A boolean Bind (`c = i < n`) that holds makes its value hold.
+      Expr value = bound_value(cond.as<VarNode>());
       tighten(Var(cond.as<VarNode>()), Interval::point(1));
+      if (value.defined()) assume(value);
       return;
+    }
     case NodeKind::kNot: {
       const Expr& x = cond.as<Not>()->a;
       if (const auto* v = x.as<VarNode>()) {
+        Expr value = bound_value(v);
         tighten(Var(v), Interval::point(0));
+        if (value.defined()) assume(Not::make(value));
       } else if (const auto* o = x.as<Or>()) {
         assume(Not::make(o->a));
         assume(Not::make(o->b));
@@ -313,6 +324,19 @@ bool AnalyzerImpl::prove_nonneg(const Linear& l, int depth) {
     // l >= fact >= 0
     std::optional<Linear> rest = combine(l, 1, facts_[k], -1);
     if (rest && bound(*rest).lo >= 0) return true;
+  }
+  // Two facts in a chain: l >= f1 + f2 >= 0 (i < j and j < k give i < k). Only the innermost
+  // few are paired, so that a proof costs a bounded number of steps.
+  size_t first = facts_.size() > kMaxChainFacts ? facts_.size() - kMaxChainFacts : 0;
+  for (size_t a = first; a < facts_.size(); ++a) {
+    if (facts_[a].terms.empty()) continue;
+    std::optional<Linear> rest = combine(l, 1, facts_[a], -1);
+    if (!rest) continue;
+    for (size_t b = a + 1; b < facts_.size(); ++b) {
+      if (facts_[b].terms.empty()) continue;
+      std::optional<Linear> chained = combine(*rest, 1, facts_[b], -1);
+      if (chained && bound(*chained).lo >= 0) return true;
+    }
   }
   if (depth <= 0) return false;
   // Replace variables by what is known about them: the value they are bound to, or the end of

@@ -217,6 +217,33 @@ TEST(ArithProve, Disjunctions) {
   });
 }
 
+TEST(ArithProve, ChainsAndBooleanBinds) {
+  Analyzer an;
+  Var i = Var::make("i", i32);
+  Var j = Var::make("j", i32);
+  Var k = Var::make("k", i32);
+  an.with_scope([&] {
+    an.assume((E(i) < j) && (E(j) <= k));
+    EXPECT_TRUE(an.can_prove(E(i) < k));
+    EXPECT_FALSE(an.can_prove(E(i) < E(k) - 1));
+  });
+  Var b = Var::make("b", b1);
+  an.with_scope([&] {
+    an.bind(i, c(i32, 0), c(i32, 16));
+    an.bind(b, E(i) < 3);
+    EXPECT_TRUE(an.can_prove(E(b) || (E(i) >= 3)));
+    EXPECT_FALSE(an.can_prove(E(b) || (E(i) >= 4)));
+    an.with_scope([&] {
+      an.assume(b);
+      EXPECT_TRUE(an.can_prove(E(i) < 3));
+    });
+    an.with_scope([&] {
+      an.assume(!E(b));
+      EXPECT_TRUE(an.can_prove(E(i) >= 3));
+    });
+  });
+}
+
 TEST(ArithProve, TilesOfAFloorDivision) {
   Analyzer an;
   Var n = Var::make("n", i32);
