@@ -4,10 +4,10 @@
 // Ensures:  every expression is simplified (primjit/arith.h) under what its position knows:
 //           the ranges of enclosing loop and thread variables, earlier Binds of the same scope,
 //           the condition of an enclosing branch (negated in `else`; disjunctions decided case
-//           by case) and asserts that came before, and that the parameter buffers' dimensions
-//           are >= 0. A Bind's variable is reasoned about through its value (bounds,
-//           divisibility, equality) but not replaced by it unless the value is a constant. A
-//           branch whose condition is proven is replaced by the branch taken; a loop
+//           by case) or `while` (negated after it) and asserts that came before, and that the
+//           parameter buffers' dimensions are >= 0. A Bind's variable is reasoned about through its
+//           value (bounds, divisibility, equality) but not replaced by it unless the value is a
+//           constant. A branch whose condition is proven is replaced by the branch taken; a loop
 //           proven empty, a `while` proven false and an assert proven true are removed.
 //           Buffer shapes are left as they are. A fact that reads memory (a condition, a Bind
 //           value, a loop bound) is forgotten at every store or call that may write that
@@ -139,7 +139,12 @@ class StmtSimplifier : public StmtExprMutator {
     forget_written_in(op->body);  // by earlier iterations, before the condition is evaluated
     Expr cond = mutate_expr(op->condition);
     if (is_const_false(cond)) return no_op();
-    Stmt body = analyzer_.with_scope([&] { return mutate_stmt(op->body); });
+    Stmt body = analyzer_.with_scope([&] {
+      analyzer_.assume(cond);  // at the start of each iteration, until a store changes it
+      return mutate_stmt(op->body);
+    });
+    // After the loop the condition failed at its last test, and nothing has run since.
+    analyzer_.assume(Not::make(cond));
     if (cond.same_as(op->condition) && body.same_as(op->body)) return Stmt(op);
     return While::make(cond, body);
   }
