@@ -3,8 +3,11 @@
 // Requires: nothing.
 // Ensures:  every expression is simplified (primjit/arith.h) under what its position knows:
 //           the ranges of enclosing loop and thread variables, earlier Binds of the same scope,
-//           the condition of an enclosing branch (negated in `else`) and asserts that came
-//           before. A branch whose condition is proven is replaced by the branch taken; a loop
+//           the condition of an enclosing branch (negated in `else`; disjunctions decided case
+//           by case) or `while` (negated after it) and asserts that came before, and that the
+//           parameter buffers' dimensions are >= 0. A Bind's variable is reasoned about through its
+//           value (bounds, divisibility, equality) but not replaced by it unless the value is a
+//           constant. A branch whose condition is proven is replaced by the branch taken; a loop
 //           proven empty, a `while` proven false and an assert proven true are removed.
 //           Buffer shapes are left as they are. A fact that reads memory (a condition, a Bind
 //           value, a loop bound) is forgotten at every store or call that may write that
@@ -39,7 +42,17 @@ bool is_produced_no_op(const Stmt& s) {
 
 class StmtSimplifier : public StmtExprMutator {
  public:
-  explicit StmtSimplifier(const Stmt& body) : alias_(body) {}
+  explicit StmtSimplifier(const PrimFunc& func) : alias_(func->body) {
+    // Every dimension of a parameter buffer is >= 0: a call checks each tensor argument's
+    // shape against it and refuses a negative one (the runtime's argument checks). Nothing
+    // more is known: a dimension may be 0 (an empty tensor), strides of views may be anything.
+    for (const auto& [param, buffer] : func->buffer_map) {
+      for (const Expr& dim : buffer->shape) {
+        if (!dim.dtype().is_integer() || !dim.dtype().is_scalar() || dim.as<IntImm>()) continue;
+        analyzer_.assume(GE::make(dim, IntImm::make(dim.dtype(), 0)));
+      }
+    }
+  }
 
   // Each expression in statement position is simplified as a whole by the analyzer, which
   // handles nested expressions (and Let scopes) itself. A call in it that may write memory
@@ -126,7 +139,12 @@ class StmtSimplifier : public StmtExprMutator {
     forget_written_in(op->body);  // by earlier iterations, before the condition is evaluated
     Expr cond = mutate_expr(op->condition);
     if (is_const_false(cond)) return no_op();
-    Stmt body = analyzer_.with_scope([&] { return mutate_stmt(op->body); });
+    Stmt body = analyzer_.with_scope([&] {
+      analyzer_.assume(cond);  // at the start of each iteration, until a store changes it
+      return mutate_stmt(op->body);
+    });
+    // After the loop the condition failed at its last test, and nothing has run since.
+    analyzer_.assume(Not::make(cond));
     if (cond.same_as(op->condition) && body.same_as(op->body)) return Stmt(op);
     return While::make(cond, body);
   }
@@ -175,9 +193,11 @@ class StmtSimplifier : public StmtExprMutator {
 }  // namespace
 
 Pass make_simplify_pass() {
-  return body_pass("Simplify",
-                   "simplify expressions under loop/thread bounds; fold proven branches",
-                   [](const Stmt& body) { return StmtSimplifier(body).mutate_stmt(body); });
+  return function_pass("Simplify",
+                       "simplify expressions under loop/thread bounds; fold proven branches",
+                       [](const PrimFunc& func) {
+                         return func.with_body(StmtSimplifier(func).mutate_stmt(func->body));
+                       });
 }
 
 }  // namespace primjit::passes

@@ -87,7 +87,9 @@ class Analyzer {
   /// simplifier substitute it; an expression lets proofs reason through it.
   void bind(const Var& var, const Expr& value);
   /// Conditions known to hold (an if branch, an assert that passed): comparisons of integer
-  /// expressions, their conjunctions and negations, boolean variables.
+  /// expressions, their conjunctions, disjunctions and negations, boolean variables. A
+  /// disjunction (`a or b`, `not (a and b)`) of up to 4 parts decides a question when every
+  /// part that the other facts allow decides it the same way; the 4 innermost are tried.
   void assume(const Expr& condition);
 
   /// Opens a scope for the lifetime of the object; facts added meanwhile are dropped at its

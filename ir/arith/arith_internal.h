@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -117,6 +118,15 @@ class AnalyzerImpl {
   void forget(const std::function<bool(const Expr&)>& stale);
   const VarInfo* info(const VarNode* var) const;
   const std::vector<Expr>& known_true() const { return known_true_; }
+  /// Decides a question by cases over the disjunctions assumed in scope (`a or b`, and
+  /// `not (a and b)`): for one of the innermost few, `query` is asked under each disjunct not
+  /// already known false; when every such case gives the same answer, that is the answer.
+  /// No nested case splits: one call costs at most kMaxCaseFacts * kMaxDisjuncts queries.
+  std::optional<bool> by_cases(const std::function<std::optional<bool>()>& query);
+  static constexpr size_t kMaxCaseFacts = 4;
+  static constexpr size_t kMaxDisjuncts = 4;
+  /// prove_nonneg() pairs the innermost this many facts (i < j and j < k give i < k).
+  static constexpr size_t kMaxChainFacts = 8;
 
   // --- analyses ----------------------------------------------------------------------------
   /// Exact bounds of the value of `e` (per lane for vectors).
@@ -166,6 +176,12 @@ class AnalyzerImpl {
   Expr monomial(const Expr& a, const Expr& b);
   Linear normalize(std::vector<std::pair<Expr, i128>> terms, i128 constant, int bits);
   void add_fact(const Linear& l);
+  void add_disjunction(std::vector<Expr> disjuncts);
+  /// The value a boolean variable is bound to (a Bind or Let), or undefined.
+  Expr bound_value(const VarNode* var) const;
+  /// The exact form of `c * atom` without the floor division, when `atom` is `x // k` for a
+  /// positive literal k dividing c: (c/k) * x - (c/k) * (x % k).
+  std::optional<Linear> expand_floor_div(const Expr& atom, i128 c);
   void tighten(const Var& var, const Interval& bound);
   void set_info(const VarNode* key, VarInfo info);
   int64_t ordinal(const Ref<Object>& object);
@@ -180,12 +196,16 @@ class AnalyzerImpl {
     size_t undo_size;
     size_t facts_size;
     size_t known_size;
+    size_t disjunctions_size;
   };
   std::unordered_map<const VarNode*, VarInfo> vars_;  // iterated only by forget(): no order leaks
   std::vector<Undo> undo_;
   std::vector<Frame> frames_;
   std::vector<Linear> facts_;     // exact forms known to be >= 0
   std::vector<Expr> known_true_;  // conditions known to hold, as simplified
+  // Disjunctions known to hold, each as its disjuncts (an empty entry was forgotten).
+  std::vector<std::vector<Expr>> disjunctions_;
+  bool splitting_ = false;  // inside by_cases: no nested case splits
   std::unordered_map<const Object*, std::pair<Ref<Object>, int64_t>> ordinals_;
   int64_t next_ordinal_ = 0;
   bool memory_facts_ = false;  // some fact read memory: forget() has work to do

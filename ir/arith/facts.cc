@@ -10,6 +10,17 @@
 namespace primjit::arith::detail {
 namespace {
 
+// Appends the operands of the nest of And (or Or) nodes at the top of `e`, left to right.
+void flatten_logical(NodeKind k, const Expr& e, std::vector<Expr>* out) {
+  if (e.kind() != k) {
+    out->push_back(e);
+    return;
+  }
+  auto [a, b] = operands(e);
+  flatten_logical(k, *a, out);
+  flatten_logical(k, *b, out);
+}
+
 bool is_compare(NodeKind k) {
   return k == NodeKind::kEQ || k == NodeKind::kNE || k == NodeKind::kLT || k == NodeKind::kLE ||
          k == NodeKind::kGT || k == NodeKind::kGE;
@@ -24,7 +35,7 @@ bool is_compare(NodeKind k) {
 AnalyzerImpl::AnalyzerImpl() = default;
 
 void AnalyzerImpl::push_scope() {
-  frames_.push_back({undo_.size(), facts_.size(), known_true_.size()});
+  frames_.push_back({undo_.size(), facts_.size(), known_true_.size(), disjunctions_.size()});
 }
 
 void AnalyzerImpl::pop_scope() {
@@ -42,6 +53,7 @@ void AnalyzerImpl::pop_scope() {
   }
   facts_.resize(frame.facts_size);
   known_true_.resize(frame.known_size);
+  disjunctions_.resize(frame.disjunctions_size);
 }
 
 namespace {
@@ -64,6 +76,9 @@ void AnalyzerImpl::forget(const std::function<bool(const Expr&)>& stale) {
   // scope's end must not bring a forgotten fact back.
   for (Expr& cond : known_true_) {
     if (is_stale(cond)) cond = make_int(DataType::Bool(), 1);
+  }
+  for (std::vector<Expr>& cases : disjunctions_) {
+    if (std::any_of(cases.begin(), cases.end(), is_stale)) cases.clear();
   }
   for (Linear& fact : facts_) {
     bool drop = false;
@@ -124,6 +139,11 @@ void AnalyzerImpl::tighten(const Var& var, const Interval& b) {
   set_info(var.get(), std::move(updated));
 }
 
+Expr AnalyzerImpl::bound_value(const VarNode* var) const {
+  const VarInfo* vi = info(var);
+  return vi != nullptr && vi->value.defined() && vi->value.dtype().is_bool() ? vi->value : Expr();
+}
+
 void AnalyzerImpl::add_fact(const Linear& l) {
   facts_.push_back(l);
   if (l.terms.size() != 1) return;
@@ -151,18 +171,37 @@ void AnalyzerImpl::assume(const Expr& cond) {
       assume(op->b);
       return;
     }
-    case NodeKind::kVar:
-      tighten(Var(cond.as<VarNode>()), Interval::point(1));
+    case NodeKind::kOr: {
+      std::vector<Expr> cases;
+      flatten_logical(NodeKind::kOr, cond, &cases);
+      add_disjunction(std::move(cases));
       return;
+    }
+    case NodeKind::kVar: {
+      // A boolean Bind (`c = i < n`) that holds makes its value hold.
+      Expr value = bound_value(cond.as<VarNode>());
+      tighten(Var(cond.as<VarNode>()), Interval::point(1));
+      if (value.defined()) assume(value);
+      return;
+    }
     case NodeKind::kNot: {
       const Expr& x = cond.as<Not>()->a;
       if (const auto* v = x.as<VarNode>()) {
+        Expr value = bound_value(v);
         tighten(Var(v), Interval::point(0));
+        if (value.defined()) assume(Not::make(value));
       } else if (const auto* o = x.as<Or>()) {
         assume(Not::make(o->a));
         assume(Not::make(o->b));
       } else if (const auto* n = x.as<Not>()) {
         assume(n->a);
+      } else if (x.as<And>() != nullptr) {
+        // not (a and b): a fails or b fails.
+        std::vector<Expr> conjuncts;
+        flatten_logical(NodeKind::kAnd, x, &conjuncts);
+        std::vector<Expr> cases;
+        for (const Expr& c : conjuncts) cases.push_back(Not::make(c));
+        add_disjunction(std::move(cases));
       } else if (is_compare(x.kind())) {
         // The negation of an integer comparison is the opposite comparison.
         auto [pa, pb] = operands(x);
@@ -223,9 +262,61 @@ void AnalyzerImpl::assume(const Expr& cond) {
   }
 }
 
+void AnalyzerImpl::add_disjunction(std::vector<Expr> disjuncts) {
+  // A longer disjunction is kept as a plain fact: splitting it would cost too much.
+  if (disjuncts.size() < 2 || disjuncts.size() > kMaxDisjuncts) return;
+  disjunctions_.push_back(std::move(disjuncts));
+}
+
+std::optional<bool> AnalyzerImpl::by_cases(const std::function<std::optional<bool>()>& query) {
+  if (splitting_ || disjunctions_.empty()) return std::nullopt;
+  struct Splitting {
+    bool& flag;
+    explicit Splitting(bool& f) : flag(f) { flag = true; }
+    ~Splitting() { flag = false; }
+  } splitting(splitting_);
+  size_t tried = 0;
+  for (size_t k = disjunctions_.size(); k-- > 0 && tried < kMaxCaseFacts;) {
+    if (disjunctions_[k].empty()) continue;
+    ++tried;
+    std::vector<Expr> cases = disjunctions_[k];  // assume() below may grow the list
+    std::optional<bool> common;
+    bool agree = true;
+    for (const Expr& d : cases) {
+      const auto* known = simplify(d).as<IntImm>();
+      if (known != nullptr && known->value == 0) continue;  // this case cannot happen here
+      push_scope();
+      assume(d);
+      std::optional<bool> r = query();
+      pop_scope();
+      if (!r || (common && *common != *r)) {
+        agree = false;
+        break;
+      }
+      common = r;
+    }
+    if (agree && common) return common;
+  }
+  return std::nullopt;
+}
+
 // =============================================================================================
 // Proofs
 // =============================================================================================
+
+std::optional<Linear> AnalyzerImpl::expand_floor_div(const Expr& atom, i128 c) {
+  const auto* div = atom.as<FloorDiv>();
+  if (div == nullptr || !is_int_scalar(atom.dtype())) return std::nullopt;
+  const auto* k = div->b.as<IntImm>();
+  if (k == nullptr || int_value(k) <= 0 || c % int_value(k) != 0) return std::nullopt;
+  // x // k * k == x - x % k for k > 0, where x is the dividend's value (its ring form when
+  // that is exact, else the dividend as one atom).
+  i128 q = c / int_value(k);
+  Linear x = linearize(div->a);
+  if (!fits(x, atom.dtype())) x = Linear{{{div->a, 1}}, 0};
+  Linear remainder{{{FloorMod::make(div->a, div->b), 1}}, 0};
+  return combine(x, q, remainder, -q);
+}
 
 bool AnalyzerImpl::prove_nonneg(const Linear& l, int depth) {
   if (bound(l).lo >= 0) return true;
@@ -233,6 +324,19 @@ bool AnalyzerImpl::prove_nonneg(const Linear& l, int depth) {
     // l >= fact >= 0
     std::optional<Linear> rest = combine(l, 1, facts_[k], -1);
     if (rest && bound(*rest).lo >= 0) return true;
+  }
+  // Two facts in a chain: l >= f1 + f2 >= 0 (i < j and j < k give i < k). Only the innermost
+  // few are paired, so that a proof costs a bounded number of steps.
+  size_t first = facts_.size() > kMaxChainFacts ? facts_.size() - kMaxChainFacts : 0;
+  for (size_t a = first; a < facts_.size(); ++a) {
+    if (facts_[a].terms.empty()) continue;
+    std::optional<Linear> rest = combine(l, 1, facts_[a], -1);
+    if (!rest) continue;
+    for (size_t b = a + 1; b < facts_.size(); ++b) {
+      if (facts_[b].terms.empty()) continue;
+      std::optional<Linear> chained = combine(*rest, 1, facts_[b], -1);
+      if (chained && bound(*chained).lo >= 0) return true;
+    }
   }
   if (depth <= 0) return false;
   // Replace variables by what is known about them: the value they are bound to, or the end of
@@ -262,6 +366,7 @@ bool AnalyzerImpl::prove_nonneg(const Linear& l, int depth) {
         }
       }
     }
+    if (!replaced) replaced = expand_floor_div(atom, c);
     if (replaced) changed = true;
     std::optional<Linear> next = combine(lower, 1, replaced ? *replaced : term, 1);
     if (!next) return false;

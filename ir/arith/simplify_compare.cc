@@ -1,6 +1,7 @@
 // Rule family: comparisons (EQ, NE, LT, LE, GT, GE).
 // An integer comparison is decided, when it can be, from the bounds of the exact difference
-// of its operands, the assumed facts and congruences (decide()); otherwise it is normalized:
+// of its operands, the assumed facts and congruences (decide()), or else case by case over an
+// assumed disjunction (AnalyzerImpl::by_cases); otherwise it is normalized:
 // terms to the side where their coefficient is positive, the constant to the right, common
 // factors divided out. Boolean == and != reduce to the operand or its negation. Floating
 // comparisons fold constants; floating == and != put their operands in canonical order.
@@ -24,6 +25,7 @@ Expr Rewriter::compare(NodeKind k, const Expr& a, const Expr& b) {
   if (!AnalyzerImpl::pure(a) || !AnalyzerImpl::pure(b)) return Expr();
   if (t.is_bool()) return compare_bool(k, a, b);
   if (auto r = decide(k, a, b)) return make_bool(*r);
+  if (auto r = an_.by_cases([&] { return decide(k, a, b); })) return make_bool(*r);
   return normalize_compare(k, a, b);
 }
 

@@ -1,6 +1,7 @@
 // Rule family: logic (And, Or, Not, Select).
 // - And/Or: flattened, constants folded, operands sorted, each simplified assuming the
-//   previous ones hold (And) or failed (Or), redundant operands dropped;
+//   previous ones hold (And) or failed (Or), redundant operands dropped; what is still open is
+//   decided case by case over an assumed disjunction when every case agrees;
 // - Not: of a literal, of a Not, of a comparison (the opposite comparison);
 // - Select: a known condition picks its branch; each branch is simplified knowing the
 //   condition, when that cannot make it fault; equal branches drop the Select.
@@ -197,7 +198,17 @@ Expr Rewriter::logical(const Expr& e, NodeKind k) {
     }
     if (const_int(rewrite(kept[i])) == identity) kept.erase(kept.begin() + i);
   }
-  return build(kept);
+  Expr result = build(kept);
+  if (kept.size() > 1) {
+    // `i >= n or j >= m` holds in the else branch of `if i < n and j < m`: decided case by
+    // case over an assumed disjunction.
+    std::optional<bool> decided = an_.by_cases([&]() -> std::optional<bool> {
+      if (auto v = const_int(rewrite(result))) return *v != 0;
+      return std::nullopt;
+    });
+    if (decided) return make_bool(*decided);
+  }
+  return result;
 }
 
 }  // namespace primjit::arith::detail

@@ -185,6 +185,86 @@ TEST(ArithProve, TrueAndUnprovable) {
   EXPECT_FALSE(an.can_prove(Var::make("b", b1)));
 }
 
+TEST(ArithProve, Disjunctions) {
+  Analyzer an;
+  Var x = Var::make("x", i32);
+  Var y = Var::make("y", i32);
+  Var z = Var::make("z", i32);
+  an.with_scope([&] {
+    // Each case decides the question the same way.
+    an.assume((E(x) == 1) || (E(x) == 2));
+    EXPECT_TRUE(an.can_prove(E(x) >= 1));
+    EXPECT_TRUE(an.can_prove(E(x) < 3));
+    EXPECT_TRUE(an.can_prove(E(x) != 5));
+    EXPECT_FALSE(an.can_prove(E(x) == 1));  // the cases disagree
+    EXPECT_FALSE(an.can_prove(E(x) == 2));
+  });
+  EXPECT_FALSE(an.can_prove(E(x) >= 1));  // gone with its scope
+  an.with_scope([&] {
+    // not (x < 4 and y < 4): one of them failed.
+    an.assume(!((E(x) < 4) && (E(y) < 4)));
+    EXPECT_TRUE(an.can_prove((E(x) >= 4) || (E(y) >= 4)));
+    EXPECT_FALSE(an.can_prove(E(x) >= 4));
+    // A case that the context rules out leaves the other.
+    an.assume(E(x) < 2);
+    EXPECT_TRUE(an.can_prove(E(y) >= 4));
+  });
+  an.with_scope([&] {
+    an.assume((E(x) < 0) || (E(z) < 8));
+    an.assume(E(x) >= 0);
+    EXPECT_TRUE(an.can_prove(E(z) < 9));
+    EXPECT_FALSE(an.can_prove(E(z) < 7));
+  });
+}
+
+TEST(ArithProve, ChainsAndBooleanBinds) {
+  Analyzer an;
+  Var i = Var::make("i", i32);
+  Var j = Var::make("j", i32);
+  Var k = Var::make("k", i32);
+  an.with_scope([&] {
+    an.assume((E(i) < j) && (E(j) <= k));
+    EXPECT_TRUE(an.can_prove(E(i) < k));
+    EXPECT_FALSE(an.can_prove(E(i) < E(k) - 1));
+  });
+  Var b = Var::make("b", b1);
+  an.with_scope([&] {
+    an.bind(i, c(i32, 0), c(i32, 16));
+    an.bind(b, E(i) < 3);
+    EXPECT_TRUE(an.can_prove(E(b) || (E(i) >= 3)));
+    EXPECT_FALSE(an.can_prove(E(b) || (E(i) >= 4)));
+    an.with_scope([&] {
+      an.assume(b);
+      EXPECT_TRUE(an.can_prove(E(i) < 3));
+    });
+    an.with_scope([&] {
+      an.assume(!E(b));
+      EXPECT_TRUE(an.can_prove(E(i) >= 3));
+    });
+  });
+}
+
+TEST(ArithProve, TilesOfAFloorDivision) {
+  Analyzer an;
+  Var n = Var::make("n", i32);
+  Var io = Var::make("io", i32);
+  Var ii = Var::make("ii", i32);
+  an.with_scope([&] {
+    // range(n // 4) tiles of 4 stay below n: io * 4 <= n // 4 * 4 - 4 <= n - 4.
+    an.bind(io, c(i32, 0), fdiv(n, 4));
+    an.bind(ii, c(i32, 0), c(i32, 4));
+    EXPECT_TRUE(an.can_prove(E(io) * 4 + ii < n));
+    EXPECT_TRUE(an.can_prove(fdiv(n, 4) * 4 <= n));
+    EXPECT_FALSE(an.can_prove(fdiv(n, 4) * 4 < n));  // n % 4 may be 0
+  });
+  an.with_scope([&] {
+    // range((n + 3) // 4): the last tile may be partial.
+    an.bind(io, c(i32, 0), fdiv(E(n) + 3, 4));
+    an.bind(ii, c(i32, 0), c(i32, 4));
+    EXPECT_FALSE(an.can_prove(E(io) * 4 + ii < n));
+  });
+}
+
 TEST(ArithProve, Assumptions) {
   Analyzer an;
   Var x = Var::make("x", i32);
