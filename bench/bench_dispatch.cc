@@ -151,7 +151,7 @@ struct Shared {
   Kernel kernel;
   jit::OrcEngine engine{jit::OrcOptions{JitOptions{}.opt_level, false}};
   std::vector<std::unique_ptr<jit::HostProgram>> programs;
-  std::array<PJPackedFunc, 2> direct{};
+  std::array<jit::HostEntry, 2> direct{};
   std::string error;  // why the setup failed, if it did
 };
 

@@ -52,7 +52,7 @@ jit::OrcEngine& engine() {
 }
 
 // One compiled function, kept for the whole run.
-PJPackedFunc compile(const char* text, const char* name, bool fp_contract = false) {
+jit::HostEntry compile(const char* text, const char* name, bool fp_contract = false) {
   static std::vector<std::unique_ptr<jit::HostProgram>> programs;
   passes::PipelineOptions options;
   options.fp_contract = fp_contract;
@@ -122,9 +122,9 @@ void race(benchmark::State& state, int64_t bytes_per_call, Jit&& jit_call, Gxx&&
 
 // `fused`: the JIT contracts (T.fma) and the reference calls fma; else neither does.
 void saxpy(benchmark::State& state, bool fused) {
-  static PJPackedFunc unfused_fn = compile(kSaxpy, "saxpy");
-  static PJPackedFunc fused_fn = compile(kSaxpy, "saxpy", /*fp_contract=*/true);
-  PJPackedFunc fn = fused ? fused_fn : unfused_fn;
+  static jit::HostEntry unfused_fn = compile(kSaxpy, "saxpy");
+  static jit::HostEntry fused_fn = compile(kSaxpy, "saxpy", /*fp_contract=*/true);
+  jit::HostEntry fn = fused ? fused_fn : unfused_fn;
   auto reference = fused ? saxpy_fma_reference : saxpy_reference;
   int64_t n = state.range(0);
   std::vector<float> a(n), b(n), c(n), expected(n);
@@ -158,8 +158,8 @@ void BM_SaxpyFma(benchmark::State& state) { saxpy(state, true); }
 // The contraction decision in one race: the JIT's fused saxpy (fp_contract) against its
 // two-rounding one on the same arrays; `speedup` = unfused time / fused time.
 void BM_SaxpyFusedVsUnfused(benchmark::State& state) {
-  static PJPackedFunc unfused = compile(kSaxpy, "saxpy");
-  static PJPackedFunc fused = compile(kSaxpy, "saxpy", /*fp_contract=*/true);
+  static jit::HostEntry unfused = compile(kSaxpy, "saxpy");
+  static jit::HostEntry fused = compile(kSaxpy, "saxpy", /*fp_contract=*/true);
   int64_t n = state.range(0);
   std::vector<float> a(n, 1.5f), b(n, 0.25f), c(n);
   DLTensor ta = tensor(a.data(), &n, {kDLFloat, 32, 1}),
@@ -174,7 +174,7 @@ void BM_SaxpyFusedVsUnfused(benchmark::State& state) {
 }
 
 void BM_Sum(benchmark::State& state) {
-  static PJPackedFunc fn = compile(kSum, "total");
+  static jit::HostEntry fn = compile(kSum, "total");
   int64_t n = state.range(0);
   std::vector<int32_t> a(n);
   for (int64_t i = 0; i < n; ++i) a[i] = static_cast<int32_t>(i % 97) - 40;

@@ -82,6 +82,37 @@ llvm::Type* scalar_type(llvm::LLVMContext& ctx, DataType t) {
 
 }  // namespace
 
+unsigned HostModuleState::kernel_slot(const std::string& symbol) {
+  auto [it, added] = kernel_slots.emplace(symbol, static_cast<unsigned>(launched.size()));
+  if (added) launched.push_back(symbol);
+  return it->second;
+}
+
+std::string HostModuleState::launched_by(const PrimFunc& func) {
+  auto [it, added] = launches.emplace(func.get(), "");
+  if (!added) return it->second;  // known, or being walked (a packed function calling itself)
+  std::vector<PrimFunc> callees;
+  std::string kernel;
+  post_order_visit(func->body, [&](const Ref<Object>& node) {
+    const auto* call = node.as<Call>();
+    if (call == nullptr || !call->op.defined() || call->args.empty()) return;
+    const auto* name = call->args[0].as<StringImm>();
+    if (name == nullptr) return;
+    if (call->is_op("call_packed")) {
+      if (kernel.empty()) kernel = name->value;
+    } else if (call->is_op("call_compute_scope") || call->is_op("parallel_for")) {
+      if (PrimFunc callee = ir->find(name->value); callee.defined()) callees.push_back(callee);
+    } else if (call->is_op("call_cpacked")) {
+      for (const auto& [gvar, f] : ir->functions) {
+        if (f->global_symbol() == name->value) callees.push_back(f);
+      }
+    }
+  });
+  for (size_t i = 0; i < callees.size() && kernel.empty(); ++i) kernel = launched_by(callees[i]);
+  launches[func.get()] = kernel;
+  return kernel;
+}
+
 HostModule::HostModule() = default;
 HostModule::~HostModule() {
   module.reset();  // before its context
@@ -132,13 +163,14 @@ HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix
   for (auto& [func, f] : bodies) {
     bool returns_error = f->getReturnType()->isIntegerTy(32);
     FunctionCodegen gen(state, f, returns_error);
+    if (func->is_packed()) gen.set_self(f->getArg(0));
     for (size_t i = 0; i < func->params.size(); ++i) {
       f->getArg(static_cast<unsigned>(i))->setName(func->params[i]->name);
       gen.bind(func->params[i].get(), f->getArg(static_cast<unsigned>(i)));
     }
     gen.emit_body(func->body, nullptr);
   }
-  out.launched_kernels.assign(state.launched.begin(), state.launched.end());
+  out.launched_kernels = std::move(state.launched);
   return out;
 }
 
