@@ -39,7 +39,8 @@ Jit::State::State(JitOptions o)
   std::ostringstream key;
   // Variant format 2: the defined integer division, shift, conversion and min/max semantics
   // and no contraction (docs/semantics.md); format 1 code computed some of them differently.
-  key << "primjit-variant 2\nprimjit " << version() << " build " << jit::library_build_id()
+  // Format 3: kernel handles come through the packed `self` argument, not module globals.
+  key << "primjit-variant 3\nprimjit " << version() << " build " << jit::library_build_id()
       << "\nllvm " << jit::llvm_version() << " " << engine.target_triple() << " "
       << engine.cpu_name() << " " << engine.cpu_features() << " O" << engine.opt_level() << "\n";
   host_key = key.str();
