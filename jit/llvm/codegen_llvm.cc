@@ -88,29 +88,48 @@ unsigned HostModuleState::kernel_slot(const std::string& symbol) {
   return it->second;
 }
 
-std::string HostModuleState::launched_by(const PrimFunc& func) {
-  auto [it, added] = launches.emplace(func.get(), "");
-  if (!added) return it->second;  // known, or being walked (a packed function calling itself)
-  std::vector<PrimFunc> callees;
-  std::string kernel;
-  post_order_visit(func->body, [&](const Ref<Object>& node) {
-    const auto* call = node.as<Call>();
-    if (call == nullptr || !call->op.defined() || call->args.empty()) return;
-    const auto* name = call->args[0].as<StringImm>();
-    if (name == nullptr) return;
-    if (call->is_op("call_packed")) {
-      if (kernel.empty()) kernel = name->value;
-    } else if (call->is_op("call_compute_scope") || call->is_op("parallel_for")) {
-      if (PrimFunc callee = ir->find(name->value); callee.defined()) callees.push_back(callee);
-    } else if (call->is_op("call_cpacked")) {
-      for (const auto& [gvar, f] : ir->functions) {
-        if (f->global_symbol() == name->value) callees.push_back(f);
+void HostModuleState::find_launches() {
+  // Each function's own launches and the functions it runs (compute scopes, parallel tasks,
+  // packed functions), then what it launches through them, to a fixed point: packed functions
+  // may call each other in cycles.
+  std::map<const PrimFuncNode*, std::vector<const PrimFuncNode*>> runs;
+  for (const auto& [gvar, func] : ir->functions) {
+    if (func->is_kernel()) continue;
+    std::string& kernel = launches[func.get()];
+    std::vector<const PrimFuncNode*>& callees = runs[func.get()];
+    post_order_visit(func->body, [&](const Ref<Object>& node) {
+      const auto* call = node.as<Call>();
+      if (call == nullptr || !call->op.defined() || call->args.empty()) return;
+      const auto* name = call->args[0].as<StringImm>();
+      if (name == nullptr) return;
+      if (call->is_op("call_packed")) {
+        if (kernel.empty()) kernel = name->value;
+      } else if (call->is_op("call_compute_scope") || call->is_op("parallel_for")) {
+        if (PrimFunc callee = ir->find(name->value); callee.defined()) {
+          callees.push_back(callee.get());
+        }
+      } else if (call->is_op("call_cpacked")) {
+        for (const auto& [g, f] : ir->functions) {
+          if (f->global_symbol() == name->value) callees.push_back(f.get());
+        }
+      }
+    });
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& [func, callees] : runs) {
+      std::string& kernel = launches[func];
+      for (size_t i = 0; i < callees.size() && kernel.empty(); ++i) {
+        kernel = launches[callees[i]];
+        if (!kernel.empty()) changed = true;
       }
     }
-  });
-  for (size_t i = 0; i < callees.size() && kernel.empty(); ++i) kernel = launched_by(callees[i]);
-  launches[func.get()] = kernel;
-  return kernel;
+  }
+}
+
+std::string HostModuleState::launched_by(const PrimFunc& func) const {
+  auto it = launches.find(func.get());
+  return it == launches.end() ? "" : it->second;
 }
 
 HostModule::HostModule() = default;
@@ -125,7 +144,8 @@ HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix
   HostModule out;
   out.context = std::make_unique<llvm::LLVMContext>();
   out.module = std::make_unique<llvm::Module>("primjit_host" + symbol_suffix, *out.context);
-  HostModuleState state{*out.context, *out.module, module, symbol_suffix, options, {}, {}};
+  HostModuleState state{*out.context, *out.module, module, symbol_suffix, options, {}, {}, {}, {}};
+  state.find_launches();
   llvm::IRBuilder<> types(*out.context);
 
   // Declarations first, so functions can call each other in any order.

@@ -30,14 +30,16 @@ struct HostModuleState {
   std::map<std::string, llvm::Function*> functions;     // by IR function name
   std::vector<std::string> launched;                    // kernel symbols, in kernel table order
   std::map<std::string, unsigned> kernel_slots;         // kernel symbol -> index in `launched`
-  std::map<const PrimFuncNode*, std::string> launches;  // launched_by's answers
+  std::map<const PrimFuncNode*, std::string> launches;  // see launched_by
 
   /// The slot of kernel `symbol` in the kernel table; the next free one at its first launch.
   unsigned kernel_slot(const std::string& symbol);
+  /// Fills `launches` for every host function of the module (before code generation).
+  void find_launches();
   /// A kernel that `func` launches, itself or through the compute scopes, parallel tasks and
   /// packed functions of the module it runs (one of them, for messages); empty when none.
   /// Such a function needs the caller's `self`.
-  std::string launched_by(const PrimFunc& func);
+  std::string launched_by(const PrimFunc& func) const;
 };
 
 class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
