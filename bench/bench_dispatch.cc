@@ -6,10 +6,10 @@
 // runtime's own dispatch: its argument checks, building the key, the last-variant check or
 // the Jit's map lookup, and copying the arguments.
 //
-// Baseline: the same function lowered the way the Jit lowers it for the call (specialized to
-// the shapes under exact/auto, symbolic under dynamic; default pipeline), compiled by an ORC
-// engine with the Jit's options, and called through its packed entry with arguments packed
-// once (jit::call_packed). Each benchmark times Kernel::operator() (Time: wall time per call,
+// Baseline: the very variant the Kernel runs for the call (Kernel::compiled: lowered as the Jit
+// lowers it, specialized to the shapes under exact/auto, symbolic under dynamic), called through
+// its packed entry point (packed_function with packed_self, primjit/abi.h) with arguments packed
+// once and its status checked. Each benchmark times Kernel::operator() (Time: wall time per call,
 // all threads together; CPU: per thread), then, in the same thread, as many direct calls, and
 // reports:
 //   direct_ns        CPU time per direct packed call
@@ -37,9 +37,6 @@
 #include <vector>
 
 #include "bench/bench_util.h"
-#include "jit/llvm/orc_engine.h"
-#include "jit/runtime/host_program.h"
-#include "jit/runtime/host_runtime.h"
 #include "primjit/builder.h"
 #include "primjit/jit.h"
 #include "primjit/tensor.h"
@@ -143,15 +140,26 @@ struct Operands {
   float counter() const { return tensors.back().data<float>()[0]; }
 };
 
-// What the threads of one benchmark share: the Jit, the Kernel, and the baseline's compiled
-// entries (one per shape). Made once per configuration and kept for the whole run: ORC
-// sessions are not torn down during static destruction.
+// A variant's packed entry point, called as compiled code calls it: no dispatch at all.
+struct Direct {
+  PJPackedFunc fn = nullptr;
+  void* self = nullptr;
+
+  // True when the call succeeded.
+  bool operator()(const PJValue* args, int32_t num_args) const {
+    PJValue result{};
+    return fn(self, args, num_args, &result) == 0;
+  }
+};
+
+// What the threads of one benchmark share: the Jit, the Kernel, and its variants with their
+// packed entry points (one per shape). Made once per configuration and kept for the whole run:
+// ORC sessions are not torn down during static destruction.
 struct Shared {
   Jit jit;
   Kernel kernel;
-  jit::OrcEngine engine{jit::OrcOptions{JitOptions{}.opt_level, false}};
-  std::vector<std::unique_ptr<jit::HostProgram>> programs;
-  std::array<PJPackedFunc, 2> direct{};
+  std::array<CompiledVariant, 2> variants;
+  std::array<Direct, 2> direct{};
   std::string error;  // why the setup failed, if it did
 };
 
@@ -175,9 +183,8 @@ Shared& shared(Policy policy, bool alternating) {
       if (t_allocations == before) {
         s->error = "operator new is not replaced: a compiling call counted no allocation";
       }
-      IRModule lowered = s->kernel.lowered(signature_of(args));
-      s->programs.push_back(std::make_unique<jit::HostProgram>(s->engine, lowered));
-      s->direct[v] = s->programs.back()->function(func->global_symbol());
+      s->variants[v] = s->kernel.compiled(signature_of(args));
+      s->direct[v] = {s->variants[v].packed_function(), s->variants[v].packed_self()};
     }
   } catch (const std::exception& e) {
     s->error = e.what();
@@ -205,7 +212,9 @@ void BM_Dispatch(benchmark::State& state, Policy policy, bool alternating) {
   try {
     for (int v = 0; v < variants; ++v) {
       call_kernel(s.kernel, ops[v].dl);
-      jit::call_packed(s.direct[v], ops[v].packed.data(), N);
+      if (!s.direct[v](ops[v].packed.data(), N)) {
+        return fail_thread(state, "the direct packed call failed");
+      }
       if (ops[v].counter() != 2.0f) {
         return fail_thread(state, "the kernel and the direct call do not both increment X[" +
                                       std::to_string(N - 1) + "][0, 0]");
@@ -227,12 +236,14 @@ void BM_Dispatch(benchmark::State& state, Policy policy, bool alternating) {
 
   const int64_t calls = state.iterations();
   flip = 0;
+  bool direct_ok = true;
   const int64_t direct_start = thread_cpu_ns();
   for (int64_t i = 0; i < calls; ++i) {
-    jit::call_packed(s.direct[flip], ops[flip].packed.data(), N);
+    direct_ok &= s.direct[flip](ops[flip].packed.data(), N);
     flip ^= variants - 1;
   }
   const int64_t direct_ns = thread_cpu_ns() - direct_start;
+  if (!direct_ok) fail_benchmark(state, "a direct packed call failed in the timed loop");
 
   auto per_call = [&](double total) {
     return benchmark::Counter(total / static_cast<double>(calls), benchmark::Counter::kAvgThreads);

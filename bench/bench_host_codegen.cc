@@ -1,22 +1,21 @@
 // JIT-compiled host loops against the same loops compiled by g++ -O3 -march=native in this
 // binary, on the same arrays: an elementwise saxpy and an int32 sum, in L1 (1024, 4096), in L2
 // (16384) and out of cache (1M). The JIT side is called through the packed calling convention,
-// argument checks included (n = 1 shows that fixed cost). The saxpy runs in both contraction
+// argument checks included (n = 1 shows that fixed cost): the entry point of the variant a
+// primjit::Kernel compiles for the function under the dynamic policy (no length compiled in),
+// from Kernel::compiled, called directly. The saxpy runs in both contraction
 // modes (PipelineOptions::fp_contract: a * x + y as two roundings, or as T.fma), each against
 // the g++ loop that rounds the same way.
 #include <chrono>
-#include <memory>
 #include <numeric>
+#include <stdexcept>
 #include <vector>
 
 #include "bench/bench_main.h"
 #include "bench/host_reference.h"
-#include "jit/llvm/orc_engine.h"
-#include "jit/runtime/host_program.h"
-#include "jit/runtime/host_runtime.h"
 #include "primjit/dlpack.h"
 #include "primjit/ir/text.h"
-#include "primjit/passes.h"
+#include "primjit/jit.h"
 
 namespace primjit::bench {
 namespace {
@@ -46,19 +45,44 @@ def total(a: T.handle) -> T.int32:
     return acc[0]
 )";
 
-jit::OrcEngine& engine() {
-  static jit::OrcEngine* e = new jit::OrcEngine();
-  return *e;
+// The JIT session, kept for the whole run (ORC sessions are not torn down during static
+// destruction); no disk cache, so that every run compiles what it measures.
+Jit& jit_session() {
+  static Jit* j = new Jit({.disk_cache = DiskCacheMode::kDisabled});
+  return *j;
 }
 
-// One compiled function, kept for the whole run.
-PJPackedFunc compile(const char* text, const char* name, bool fp_contract = false) {
-  static std::vector<std::unique_ptr<jit::HostProgram>> programs;
-  passes::PipelineOptions options;
-  options.fp_contract = fp_contract;
-  IRModule lowered = passes::run_passes(parse(text), passes::default_pipeline(options));
-  programs.push_back(std::make_unique<jit::HostProgram>(engine(), lowered));
-  return programs.back()->function(name);
+// A compiled function's packed entry point and its `self` (primjit/abi.h), called as compiled
+// code calls it: no dispatch; a failed call throws.
+struct Packed {
+  PJPackedFunc fn = nullptr;
+  void* self = nullptr;
+
+  PJValue operator()(const PJValue* args, int32_t num_args) const {
+    PJValue result{};
+    result.type_index = kPJNone;
+    if (fn(self, args, num_args, &result) != 0) [[unlikely]] {
+      throw std::runtime_error("the JIT-compiled function failed");
+    }
+    return result;
+  }
+};
+
+// One compiled function, kept for the whole run: the variant Kernel `name` of `text` runs for
+// 1-d tensors of any length (dynamic policy), then `scalars` float32 scalars.
+Packed compile(const char* text, const char* name, DataType element, int tensors, int scalars,
+               bool fp_contract = false) {
+  static std::vector<CompiledVariant>* held = new std::vector<CompiledVariant>();
+  Kernel kernel = jit_session().kernel(parse(text), name,
+                                       {.policy = Policy::kDynamic, .fp_contract = fp_contract});
+  Signature signature(tensors, ArgSpec::tensor(element, {1}));
+  for (int i = 0; i < scalars; ++i) signature.push_back(ArgSpec::scalar(DataType::Float(32)));
+  held->push_back(kernel.compiled(signature));
+  return Packed{held->back().packed_function(), held->back().packed_self()};
+}
+
+Packed compile_saxpy(bool fp_contract) {
+  return compile(kSaxpy, "saxpy", DataType::Float(32), 3, 1, fp_contract);
 }
 
 DLTensor tensor(void* data, int64_t* shape, DLDataType dtype) {
@@ -122,9 +146,9 @@ void race(benchmark::State& state, int64_t bytes_per_call, Jit&& jit_call, Gxx&&
 
 // `fused`: the JIT contracts (T.fma) and the reference calls fma; else neither does.
 void saxpy(benchmark::State& state, bool fused) {
-  static PJPackedFunc unfused_fn = compile(kSaxpy, "saxpy");
-  static PJPackedFunc fused_fn = compile(kSaxpy, "saxpy", /*fp_contract=*/true);
-  PJPackedFunc fn = fused ? fused_fn : unfused_fn;
+  static Packed unfused_fn = compile_saxpy(/*fp_contract=*/false);
+  static Packed fused_fn = compile_saxpy(/*fp_contract=*/true);
+  const Packed& fn = fused ? fused_fn : unfused_fn;
   auto reference = fused ? saxpy_fma_reference : saxpy_reference;
   int64_t n = state.range(0);
   std::vector<float> a(n), b(n), c(n), expected(n);
@@ -141,14 +165,14 @@ void saxpy(benchmark::State& state, bool fused) {
   PJValue args[4] = {ptr(&ta), ptr(&tb), ptr(&tc), {}};
   args[3].type_index = kPJFloat;
   args[3].v_float64 = alpha;
-  jit::call_packed(fn, args, 4);
+  fn(args, 4);
   if (c != expected) {  // bit for bit: the JIT rounds as the reference does
     state.SkipWithError("JIT saxpy differs from the reference");
     fail();
     return;
   }
   race(
-      state, n * 12, [&] { jit::call_packed(fn, args, 4); },
+      state, n * 12, [&] { fn(args, 4); },
       [&] { reference(n, alpha, a.data(), b.data(), c.data()); });
 }
 
@@ -158,8 +182,8 @@ void BM_SaxpyFma(benchmark::State& state) { saxpy(state, true); }
 // The contraction decision in one race: the JIT's fused saxpy (fp_contract) against its
 // two-rounding one on the same arrays; `speedup` = unfused time / fused time.
 void BM_SaxpyFusedVsUnfused(benchmark::State& state) {
-  static PJPackedFunc unfused = compile(kSaxpy, "saxpy");
-  static PJPackedFunc fused = compile(kSaxpy, "saxpy", /*fp_contract=*/true);
+  static Packed unfused = compile_saxpy(/*fp_contract=*/false);
+  static Packed fused = compile_saxpy(/*fp_contract=*/true);
   int64_t n = state.range(0);
   std::vector<float> a(n, 1.5f), b(n, 0.25f), c(n);
   DLTensor ta = tensor(a.data(), &n, {kDLFloat, 32, 1}),
@@ -169,25 +193,25 @@ void BM_SaxpyFusedVsUnfused(benchmark::State& state) {
   args[3].type_index = kPJFloat;
   args[3].v_float64 = 0.3;
   race(
-      state, n * 12, [&] { jit::call_packed(fused, args, 4); },
-      [&] { jit::call_packed(unfused, args, 4); }, {"fused_ns", "unfused_ns", "speedup"});
+      state, n * 12, [&] { fused(args, 4); }, [&] { unfused(args, 4); },
+      {"fused_ns", "unfused_ns", "speedup"});
 }
 
 void BM_Sum(benchmark::State& state) {
-  static PJPackedFunc fn = compile(kSum, "total");
+  static Packed fn = compile(kSum, "total", DataType::Int(32), 1, 0);
   int64_t n = state.range(0);
   std::vector<int32_t> a(n);
   for (int64_t i = 0; i < n; ++i) a[i] = static_cast<int32_t>(i % 97) - 40;
   DLTensor ta = tensor(a.data(), &n, {kDLInt, 32, 1});
   PJValue arg = ptr(&ta);
   int32_t expected = sum_reference(n, a.data());
-  if (jit::call_packed(fn, &arg, 1).v_int64 != expected) {
+  if (fn(&arg, 1).v_int64 != expected) {
     state.SkipWithError("JIT sum differs from the reference");
     fail();
     return;
   }
   race(
-      state, n * 4, [&] { benchmark::DoNotOptimize(jit::call_packed(fn, &arg, 1).v_int64); },
+      state, n * 4, [&] { benchmark::DoNotOptimize(fn(&arg, 1).v_int64); },
       [&] { benchmark::DoNotOptimize(sum_reference(n, a.data())); });
 }
 

@@ -25,6 +25,10 @@
 //             ret type int32.
 //           Parallel loops nested in a parallel loop (also in the compute scopes it calls) run
 //           serially in its task. Functions without parallel loops are unchanged.
+//           A kernel launch (T.call_packed) in the loop moves into the task like any other call:
+//           the table of kernel handles it needs is the packed function's `self`, which is not
+//           an IR value of the task, so it is no capture; host code generation passes it in the
+//           task's closure (jit/common/host_abi.h).
 // Example:
 //   def main(A: T.handle("float32"), n: T.int32):          # calling_conv 1
 //       A_1 = T.decl_buffer((n,), data=A)

@@ -11,6 +11,10 @@
 //   thread, and a call through primjit::Kernel throws it as primjit::Error; no C function
 //   reads it.
 // - A function that returns a value stores it in *result (type index and value).
+// - `self` is the resource handle of the function's module. primjit's runtime passes the
+//   module's table of loaded kernels (host code that launches kernels reads their handles from
+//   it); a module that launches none ignores it. Call compiled functions with the `self` they
+//   come with (primjit::CompiledVariant::packed_self).
 //
 // In the IR, `T.tvm_struct_get(p, i, field, "dtype")` reads field `field` of element i of the
 // array p, where p is either the PJValue array (fields kPJValue*) or a DLTensor* (fields

@@ -180,6 +180,7 @@ struct Arg {
 };
 
 class Jit;
+class CompiledVariant;
 
 class Kernel {
  public:
@@ -209,6 +210,10 @@ class Kernel {
   /// pipeline with the kernel's options), checked like a call. Compiles, caches and learns
   /// nothing: for tools and benchmarks that build baselines from the code the kernel runs.
   IRModule lowered(const Signature& signature) const;
+  /// The variant a call with `signature` runs under the kernel's policy as it stands, compiled
+  /// (or loaded) now if it is not in memory, checked like a call; counted like a prewarm.
+  /// For benchmarks and tools that call the kernel's code without its dispatch.
+  CompiledVariant compiled(const Signature& signature) const;
   /// The function as given to Jit::kernel.
   const PrimFunc& function() const;
   /// The target variants are compiled for.
@@ -245,6 +250,33 @@ class Kernel {
   friend class Jit;
   explicit Kernel(std::shared_ptr<State> state) : state_(std::move(state)) {}
   std::shared_ptr<State> state_;
+};
+
+/// One compiled variant of a kernel (Kernel::compiled), held: its code stays loaded while this
+/// lives, even after the kernel's cache evicts it, and it keeps its Jit's state alive. A call
+/// runs the variant directly: none of Kernel's argument checks, key or statistics (the
+/// compiled code still checks its arguments, as the packed API does). Copies share the variant.
+class CompiledVariant {
+ public:
+  CompiledVariant() = default;
+
+  /// Runs the variant with arguments as for Kernel::call; a failure throws primjit::Error.
+  PJValue call(std::span<const Arg> args) const;
+  /// The packed entry point of the variant's host code (primjit/abi.h), to be called as
+  /// packed_function()(packed_self(), args, num_args, &result); a non-zero return means the call
+  /// failed (its message is not readable from C). Null for target emu, whose variants run in
+  /// primjit's interpreter: use call.
+  PJPackedFunc packed_function() const;
+  /// The `self` argument the entry point must be given: the table of the variant's loaded
+  /// kernels (null when its host code launches none).
+  void* packed_self() const;
+
+  struct State;
+
+ private:
+  friend class Kernel;
+  explicit CompiledVariant(std::shared_ptr<const State> state) : state_(std::move(state)) {}
+  std::shared_ptr<const State> state_;
 };
 
 class Jit {

@@ -4,11 +4,18 @@
 // handles, and the runtime (jit/runtime) defines the functions; none of them includes another
 // for it.
 //
-// Launches: for each kernel a host module launches, the module defines a global pointer named
-// kernel_handle_symbol(kernel, suffix), null until the runtime stores the kernel's loaded
-// KernelHandle in it. A launch `T.call_packed("k", args..., launch values...)` becomes
+// Kernel handles travel in the packed calling convention's `self` argument (primjit/abi.h):
+// `self` points at the module's kernel table, `KernelHandle* table[k]` with one slot per kernel
+// the module's host code launches, in the order HostModule::launched_kernels lists them (the
+// order in which host code generation first meets each launch). The runtime owns the table,
+// fills it once the kernels are loaded and passes it as `self` on every call; a slot stays null
+// until then. The generated code holds no global state: a packed function passes its `self` to
+// the compute scopes and parallel tasks it runs (as a trailing parameter, or a trailing
+// closure field) when they launch kernels, and to the packed functions of the module it calls.
 //
-//   primjit_rt_launch(handle, launch, args)
+// A launch `T.call_packed("k", args..., launch values...)` becomes
+//
+//   primjit_rt_launch(((void**)self)[slot of k], launch, args)
 //
 // where `launch` holds the kernel's launch values in the order of its
 // "tirx.kernel_launch_params" (thread extents, then the dynamic shared memory size in bytes)
@@ -39,11 +46,6 @@ class KernelHandle {
   virtual int32_t launch(const int64_t* launch, void** args) noexcept = 0;
 };
 
-/// The name of the module global that holds kernel `kernel`'s handle.
-inline std::string kernel_handle_symbol(const std::string& kernel, const std::string& suffix) {
-  return "__primjit_kernel." + kernel + suffix;
-}
-
 /// Records the message of a failure on this thread (for runtime code that returns -1); the
 /// failing call's call_packed takes it. Defined by the runtime.
 void set_last_error(std::string message);
@@ -57,6 +59,7 @@ void primjit_rt_set_error(const char* format, const PJValue* values, int32_t num
 /// error any iteration reported (the rest of the loop is cancelled).
 int32_t primjit_rt_parallel_for(int64_t begin, int64_t end, primjit::jit::ParallelBody body,
                                 void* closure);
-/// Runs KernelHandle `handle`'s launch.
+/// Runs KernelHandle `handle`'s launch; a null handle (a slot of the kernel table that was
+/// never filled) is an error, not a crash.
 int32_t primjit_rt_launch(void* handle, const int64_t* launch, void** args);
 }

@@ -82,6 +82,56 @@ llvm::Type* scalar_type(llvm::LLVMContext& ctx, DataType t) {
 
 }  // namespace
 
+unsigned HostModuleState::kernel_slot(const std::string& symbol) {
+  auto [it, added] = kernel_slots.emplace(symbol, static_cast<unsigned>(launched.size()));
+  if (added) launched.push_back(symbol);
+  return it->second;
+}
+
+void HostModuleState::find_launches() {
+  // Each function's own launches and the functions it runs (compute scopes, parallel tasks,
+  // packed functions), then what it launches through them, to a fixed point: packed functions
+  // may call each other in cycles.
+  std::map<const PrimFuncNode*, std::vector<const PrimFuncNode*>> runs;
+  for (const auto& [gvar, func] : ir->functions) {
+    if (func->is_kernel()) continue;
+    std::string& kernel = launches[func.get()];
+    std::vector<const PrimFuncNode*>& callees = runs[func.get()];
+    post_order_visit(func->body, [&](const Ref<Object>& node) {
+      const auto* call = node.as<Call>();
+      if (call == nullptr || !call->op.defined() || call->args.empty()) return;
+      const auto* name = call->args[0].as<StringImm>();
+      if (name == nullptr) return;
+      if (call->is_op("call_packed")) {
+        if (kernel.empty()) kernel = name->value;
+      } else if (call->is_op("call_compute_scope") || call->is_op("parallel_for")) {
+        if (PrimFunc callee = ir->find(name->value); callee.defined()) {
+          callees.push_back(callee.get());
+        }
+      } else if (call->is_op("call_cpacked")) {
+        for (const auto& [g, f] : ir->functions) {
+          if (f->global_symbol() == name->value) callees.push_back(f.get());
+        }
+      }
+    });
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& [func, callees] : runs) {
+      std::string& kernel = launches[func];
+      for (size_t i = 0; i < callees.size() && kernel.empty(); ++i) {
+        kernel = launches[callees[i]];
+        if (!kernel.empty()) changed = true;
+      }
+    }
+  }
+}
+
+std::string HostModuleState::launched_by(const PrimFunc& func) const {
+  auto it = launches.find(func.get());
+  return it == launches.end() ? "" : it->second;
+}
+
 HostModule::HostModule() = default;
 HostModule::~HostModule() {
   module.reset();  // before its context
@@ -94,7 +144,8 @@ HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix
   HostModule out;
   out.context = std::make_unique<llvm::LLVMContext>();
   out.module = std::make_unique<llvm::Module>("primjit_host" + symbol_suffix, *out.context);
-  HostModuleState state{*out.context, *out.module, module, symbol_suffix, options, {}, {}};
+  HostModuleState state{*out.context, *out.module, module, symbol_suffix, options, {}, {}, {}, {}};
+  state.find_launches();
   llvm::IRBuilder<> types(*out.context);
 
   // Declarations first, so functions can call each other in any order.
@@ -132,13 +183,14 @@ HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix
   for (auto& [func, f] : bodies) {
     bool returns_error = f->getReturnType()->isIntegerTy(32);
     FunctionCodegen gen(state, f, returns_error);
+    if (func->is_packed()) gen.set_self(f->getArg(0));
     for (size_t i = 0; i < func->params.size(); ++i) {
       f->getArg(static_cast<unsigned>(i))->setName(func->params[i]->name);
       gen.bind(func->params[i].get(), f->getArg(static_cast<unsigned>(i)));
     }
     gen.emit_body(func->body, nullptr);
   }
-  out.launched_kernels.assign(state.launched.begin(), state.launched.end());
+  out.launched_kernels = std::move(state.launched);
   return out;
 }
 

@@ -18,8 +18,12 @@
 // - A failed assert stores its message with primjit_rt_set_error and returns -1.
 // - A T.unroll loop gets LLVM's full-unroll hint when its extent is a constant of at most
 //   HostCodegenOptions::max_unroll iterations; otherwise it is a plain loop (logged at info).
-// - `T.call_packed("kernel", ...)` launches a kernel through primjit_rt_launch (the launch ABI
-//   of jit/common/host_abi.h); a non-zero status propagates as -1.
+// - `T.call_packed("kernel", ...)` launches a kernel through primjit_rt_launch with the handle
+//   in the kernel's slot of the table `self` points at (the launch ABI of jit/common/host_abi.h);
+//   a non-zero status propagates as -1. The module defines no globals: a compute scope or
+//   parallel task that launches kernels gets its caller's `self` as a trailing parameter or
+//   closure field, a packed callee (T.call_cpacked) as its first argument. A launch in a private
+//   function, which has no `self`, is an error.
 //
 // The interface is free of LLVM headers; callers that use the module include LLVM themselves.
 #pragma once
@@ -46,8 +50,9 @@ struct HostModule {
 
   std::unique_ptr<llvm::LLVMContext> context;
   std::unique_ptr<llvm::Module> module;
-  /// Symbols of the kernels the host code launches (sorted); each has a handle global named
-  /// kernel_handle_symbol(symbol, suffix) (jit/common/host_abi.h) the runtime must fill.
+  /// Symbols of the kernels the host code launches, in the order of their slots in the kernel
+  /// table (`self`, jit/common/host_abi.h): the order in which code generation first meets a
+  /// launch of each (functions in module order, compute scopes and tasks where they are run).
   std::vector<std::string> launched_kernels;
 };
 

@@ -155,22 +155,46 @@ void FunctionCodegen::check_status(Value* status) {
   b_.SetInsertPoint(cont);
 }
 
+Value* FunctionCodegen::self_for(const std::string& kernel) {
+  PRIMJIT_USER_CHECK(self_ != nullptr)
+      << "host code generation: function '" << ir_name() << "' launches kernel '" << kernel
+      << "' but is private, so it has no kernel table (the packed `self` argument); launch "
+         "kernels from a public function (or the compute scopes and parallel loops it runs), "
+         "or give '"
+      << ir_name() << "' a global_symbol so that it becomes a packed function";
+  return self_;
+}
+
+std::string FunctionCodegen::ir_name() const {
+  std::string name = fn_->getName().str();
+  if (!m_.suffix.empty() && name.ends_with(m_.suffix)) name.resize(name.size() - m_.suffix.size());
+  return name;
+}
+
 Value* FunctionCodegen::call_cpacked(const Call* op) {
   const auto* symbol = op->args.empty() ? nullptr : op->args[0].as<StringImm>();
   PRIMJIT_USER_CHECK(symbol != nullptr) << "T.call_cpacked needs the function symbol first";
   llvm::Function* callee = nullptr;
+  PrimFunc callee_func;
   for (const auto& [gvar, func] : m_.ir->functions) {
-    if (func->global_symbol() == symbol->value) callee = m_.functions.at(gvar->name);
+    if (func->global_symbol() == symbol->value) {
+      callee = m_.functions.at(gvar->name);
+      callee_func = func;
+    }
   }
   PRIMJIT_USER_CHECK(callee != nullptr)
       << "T.call_cpacked(\"" << symbol->value << "\"): no function of the module has that symbol";
+  // The module's packed functions share one kernel table: a callee that launches kernels gets
+  // the caller's.
+  std::string kernel = m_.launched_by(callee_func);
+  Value* self = kernel.empty() ? llvm::ConstantPointerNull::get(b_.getPtrTy()) : self_for(kernel);
   std::vector<Expr> values(op->args.begin() + 1, op->args.end());
   Value* array = pack_values(values);
   llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
   llvm::AllocaInst* result = entry.CreateAlloca(b_.getInt8Ty(), entry.getInt64(16));
   result->setAlignment(llvm::Align(8));
-  Value* status = b_.CreateCall(callee, {llvm::ConstantPointerNull::get(b_.getPtrTy()), array,
-                                         b_.getInt32(static_cast<int>(values.size())), result});
+  Value* status =
+      b_.CreateCall(callee, {self, array, b_.getInt32(static_cast<int>(values.size())), result});
   check_status(status);
   return b_.getInt32(0);
 }
@@ -210,17 +234,15 @@ Value* FunctionCodegen::launch_kernel(const Call* op) {
     b_.CreateStore(b_.CreateSExtOrTrunc(v, b_.getInt64Ty()),
                    b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), launch, i));
   }
-  std::string handle_name = kernel_handle_symbol(symbol->value, m_.suffix);
-  llvm::GlobalVariable* handle = m_.mod.getGlobalVariable(handle_name);
-  if (handle == nullptr) {
-    handle =
-        new llvm::GlobalVariable(m_.mod, b_.getPtrTy(), false, llvm::GlobalValue::ExternalLinkage,
-                                 llvm::ConstantPointerNull::get(b_.getPtrTy()), handle_name);
-  }
+  // The kernel's handle: its slot of the kernel table (null until the runtime loads it).
+  Value* table = self_for(symbol->value);
+  unsigned slot = m_.kernel_slot(symbol->value);
+  Value* handle =
+      b_.CreateLoad(b_.getPtrTy(), b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), table, slot),
+                    symbol->value + ".handle");
   llvm::FunctionCallee run = m_.mod.getOrInsertFunction(
       kLaunchSymbol, b_.getInt32Ty(), b_.getPtrTy(), b_.getPtrTy(), b_.getPtrTy());
-  Value* status = b_.CreateCall(run, {b_.CreateLoad(b_.getPtrTy(), handle), launch, arg_ptrs});
-  m_.launched.insert(symbol->value);
+  Value* status = b_.CreateCall(run, {handle, launch, arg_ptrs});
   check_status(status);
   return b_.getInt32(0);
 }

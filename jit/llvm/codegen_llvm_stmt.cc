@@ -194,6 +194,12 @@ Value* FunctionCodegen::call_compute_scope(const Call* op) {
     args.push_back(visit_expr(op->args[i]));
     types.push_back(args.back()->getType());
   }
+  // A scope that launches kernels takes the kernel table as a trailing parameter.
+  std::string kernel = m_.launched_by(scope);
+  if (!kernel.empty()) {
+    args.push_back(self_for(kernel));
+    types.push_back(b_.getPtrTy());
+  }
   llvm::Function* f =
       llvm::Function::Create(llvm::FunctionType::get(b_.getInt32Ty(), types, false),
                              llvm::Function::InternalLinkage, name + m_.suffix, &m_.mod);
@@ -207,6 +213,11 @@ Value* FunctionCodegen::call_compute_scope(const Call* op) {
     // The buffers of one call do not overlap (as TVM assumes).
     if (param->is_pointer()) arg->addAttr(llvm::Attribute::NoAlias);
     inner.bind(param.get(), arg);
+  }
+  if (!kernel.empty()) {
+    llvm::Argument* self = f->getArg(static_cast<unsigned>(scope->params.size()));
+    self->setName("self");
+    inner.set_self(self);
   }
   inner.emit_body(scope->body, inner.b_.getInt32(0));
   Value* status = b_.CreateCall(f, args);
@@ -225,12 +236,20 @@ Value* FunctionCodegen::parallel_for(const Call* op) {
   for (size_t i = 1; i < task->params.size(); ++i) {
     field_types.push_back(type_of(task->params[i].dtype()));
   }
+  // A task that launches kernels finds the kernel table in a trailing closure field.
+  const size_t num_captures = field_types.size();
+  std::string kernel = m_.launched_by(task);
+  if (!kernel.empty()) field_types.push_back(b_.getPtrTy());
   llvm::StructType* closure_type = llvm::StructType::get(m_.ctx, field_types);
   llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
   llvm::AllocaInst* closure = entry.CreateAlloca(closure_type);
-  for (size_t i = 0; i < field_types.size(); ++i) {
+  for (size_t i = 0; i < num_captures; ++i) {
     b_.CreateStore(visit_expr(op->args[3 + i]),
                    b_.CreateStructGEP(closure_type, closure, static_cast<unsigned>(i)));
+  }
+  if (!kernel.empty()) {
+    b_.CreateStore(self_for(kernel),
+                   b_.CreateStructGEP(closure_type, closure, static_cast<unsigned>(num_captures)));
   }
   llvm::Function* f = llvm::Function::Create(
       llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getPtrTy()}, false),
@@ -242,12 +261,17 @@ Value* FunctionCodegen::parallel_for(const Call* op) {
   index->setName(task->params[0]->name);
   env->setName("closure");
   env->addAttr(llvm::Attribute::NoAlias);
-  for (size_t i = 0; i < field_types.size(); ++i) {
+  for (size_t i = 0; i < num_captures; ++i) {
     const Var& capture = task->params[1 + i];
     Value* field = inner.b_.CreateLoad(
         field_types[i], inner.b_.CreateStructGEP(closure_type, env, static_cast<unsigned>(i)),
         capture->name);
     inner.bind(capture.get(), field);
+  }
+  if (!kernel.empty()) {
+    inner.set_self(inner.b_.CreateLoad(
+        b_.getPtrTy(),
+        inner.b_.CreateStructGEP(closure_type, env, static_cast<unsigned>(num_captures)), "self"));
   }
   inner.bind(task->params[0].get(), index);
   inner.emit_body(task->body, inner.b_.getInt32(0));

@@ -9,7 +9,6 @@
 #include <llvm/IR/Module.h>
 
 #include <map>
-#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,8 +27,19 @@ struct HostModuleState {
   const IRModule& ir;
   std::string suffix;
   HostCodegenOptions options;
-  std::map<std::string, llvm::Function*> functions;  // by IR function name
-  std::set<std::string> launched;                    // kernel symbols launched by host code
+  std::map<std::string, llvm::Function*> functions;     // by IR function name
+  std::vector<std::string> launched;                    // kernel symbols, in kernel table order
+  std::map<std::string, unsigned> kernel_slots;         // kernel symbol -> index in `launched`
+  std::map<const PrimFuncNode*, std::string> launches;  // see launched_by
+
+  /// The slot of kernel `symbol` in the kernel table; the next free one at its first launch.
+  unsigned kernel_slot(const std::string& symbol);
+  /// Fills `launches` for every host function of the module (before code generation).
+  void find_launches();
+  /// A kernel that `func` launches, itself or through the compute scopes, parallel tasks and
+  /// packed functions of the module it runs (one of them, for messages); empty when none.
+  /// Such a function needs the caller's `self`.
+  std::string launched_by(const PrimFunc& func) const;
 };
 
 class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
@@ -44,6 +54,8 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
   }
 
   void bind(const VarNode* var, Value* v) { vars_[var] = v; }
+  /// The kernel table (the packed function's `self`), for functions that launch kernels.
+  void set_self(Value* self) { self_ = self; }
 
   // Emits `body`, then returns `fallthrough` (nullptr: void) if control reaches the end.
   void emit_body(const Stmt& body, Value* fallthrough);
@@ -164,6 +176,12 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
 
   void check_status(Value* status);
 
+  // The kernel table, where `kernel` is launched (here or in a function this one runs); an
+  // error naming the function and the kernel when this function has none (a private function).
+  Value* self_for(const std::string& kernel);
+  // The function's IR name (its LLVM name without the module's symbol suffix).
+  std::string ir_name() const;
+
   Value* call_cpacked(const Call* op);
 
   // T.call_packed("kernel", args..., launch values...): the launch ABI of jit/common/host_abi.h.
@@ -192,6 +210,7 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
   llvm::Function* fn_;
   llvm::IRBuilder<> b_;
   bool returns_error_;
+  Value* self_ = nullptr;  // the kernel table; null in functions that launch no kernel
   std::unordered_map<const VarNode*, Value*> vars_;
 };
 

@@ -31,7 +31,7 @@ bool load_image(Kernel::State& k, const CachedVariant& image, Variant& v, std::s
     *problem = e.what();
     v.host.reset();
     v.device.reset();
-    v.entry = nullptr;
+    v.entry = {};
     return false;
   }
 }

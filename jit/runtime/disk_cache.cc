@@ -20,7 +20,9 @@ namespace primjit::jit {
 namespace {
 
 constexpr char kMagic[8] = {'P', 'J', 'V', 'C', 'A', 'C', 'H', 'E'};
-constexpr uint32_t kFormat = 2;
+// Format 3: host objects read kernel handles from the kernel table passed as `self`; format 2
+// objects kept them in module globals the runtime filled, which this runtime no longer does.
+constexpr uint32_t kFormat = 3;
 constexpr const char* kExtension = ".pjv";
 // magic, format, reserved, key length, payload length; then the MAC of all of it, the key and
 // the payload.

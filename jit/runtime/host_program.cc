@@ -3,6 +3,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -11,7 +12,6 @@
 #include <set>
 
 #include "jit/llvm/codegen_llvm.h"
-#include "jit/runtime/host_runtime.h"
 #include "primjit/error.h"
 
 namespace primjit::jit {
@@ -79,10 +79,8 @@ void HostProgram::link(const HostImage& image) {
   try {
     key_ = engine_.add_object(image.object, "host" + suffix_);
     try {
-      for (const std::string& kernel : image.launched_kernels) {
-        void* slot = engine_.lookup(kernel_handle_symbol(kernel, suffix_));
-        kernel_slots_.emplace_back(kernel, static_cast<KernelHandle**>(slot));
-      }
+      launched_kernels_ = image.launched_kernels;
+      kernel_table_.assign(launched_kernels_.size(), nullptr);
       for (const auto& [name, symbol] : image.functions) {
         functions_[name] = reinterpret_cast<PJPackedFunc>(engine_.lookup(symbol + suffix_));
       }
@@ -103,14 +101,15 @@ HostProgram::HostProgram(OrcEngine& engine, const IRModule& lowered, const Kerne
 }
 
 void HostProgram::bind_kernels(const KernelResolver& kernels) {
-  for (const auto& [kernel, slot] : kernel_slots_) {
-    KernelHandle* handle = kernels ? kernels(kernel) : nullptr;
-    PRIMJIT_USER_CHECK(handle != nullptr)
-        << "the host code launches kernel '" << kernel
+  std::vector<KernelHandle*> table(launched_kernels_.size(), nullptr);
+  for (size_t i = 0; i < launched_kernels_.size(); ++i) {
+    table[i] = kernels ? kernels(launched_kernels_[i]) : nullptr;
+    PRIMJIT_USER_CHECK(table[i] != nullptr)
+        << "the host code launches kernel '" << launched_kernels_[i]
         << "', but no code was loaded for it (compile the module's kernels for a device "
            "target: cuda, or emu to run them in the interpreter)";
-    *slot = handle;
   }
+  std::copy(table.begin(), table.end(), kernel_table_.begin());
 }
 
 HostProgram::~HostProgram() {
@@ -124,7 +123,7 @@ HostProgram::~HostProgram() {
   g_linked.erase({&engine_, suffix_});
 }
 
-PJPackedFunc HostProgram::function(const std::string& name) const {
+HostEntry HostProgram::function(const std::string& name) const {
   auto it = functions_.find(name);
   if (it == functions_.end()) {
     std::string names;
@@ -132,7 +131,9 @@ PJPackedFunc HostProgram::function(const std::string& name) const {
     PRIMJIT_USER_ERROR() << "no packed host function '" << name << "' in the compiled module ("
                          << (names.empty() ? "it has none" : "it has: " + names) << ")";
   }
-  return it->second;
+  // Null when no kernel is launched: the code never reads it then.
+  void* self = kernel_table_.empty() ? nullptr : const_cast<KernelHandle**>(kernel_table_.data());
+  return HostEntry{it->second, self};
 }
 
 }  // namespace primjit::jit

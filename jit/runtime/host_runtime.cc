@@ -25,12 +25,12 @@ void register_host_runtime(OrcEngine& engine) {
 
 void set_last_error(std::string message) { t_last_error = std::move(message); }
 
-PJValue call_packed(PJPackedFunc func, const PJValue* args, int32_t num_args) {
+PJValue call_packed(const HostEntry& entry, const PJValue* args, int32_t num_args) {
   PJValue result{};
   result.type_index = kPJNone;
   // The message is left by the failing call and taken here, so a successful call touches no
   // thread-local state.
-  if (func(nullptr, args, num_args, &result) != 0) [[unlikely]] {
+  if (entry.fn(entry.self, args, num_args, &result) != 0) [[unlikely]] {
     std::string message;
     message.swap(t_last_error);
     PRIMJIT_USER_ERROR() << (message.empty() ? "compiled function failed without a message"
@@ -82,8 +82,8 @@ extern "C" int32_t primjit_rt_parallel_for(int64_t begin, int64_t end,
 extern "C" int32_t primjit_rt_launch(void* handle, const int64_t* launch, void** args) {
   if (handle == nullptr) {
     primjit::jit::t_last_error =
-        "a kernel was launched before its code was loaded (no kernel handle); this is a bug in "
-        "primjit's runtime";
+        "a kernel was launched before its code was loaded (its slot of the kernel table is "
+        "empty); this is a bug in primjit's runtime";
     return -1;
   }
   return static_cast<primjit::jit::KernelHandle*>(handle)->launch(launch, args);

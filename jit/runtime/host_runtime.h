@@ -16,8 +16,15 @@ class OrcEngine;
 /// Defines the runtime symbols in `engine` (call it through OrcEngine::register_runtime_once).
 void register_host_runtime(OrcEngine& engine);
 
-/// Calls a packed function; a non-zero return becomes a primjit::Error with its message.
+/// A packed entry point of compiled host code: the function and the `self` it is called with
+/// (its module's kernel table, jit/common/host_abi.h; null when the module launches none).
+struct HostEntry {
+  PJPackedFunc fn = nullptr;
+  void* self = nullptr;
+};
+
+/// Calls a packed entry point; a non-zero return becomes a primjit::Error with its message.
 /// Returns the result value (type index kPJNone when the function returns nothing).
-PJValue call_packed(PJPackedFunc func, const PJValue* args, int32_t num_args);
+PJValue call_packed(const HostEntry& entry, const PJValue* args, int32_t num_args);
 
 }  // namespace primjit::jit

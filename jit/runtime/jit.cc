@@ -39,7 +39,8 @@ Jit::State::State(JitOptions o)
   std::ostringstream key;
   // Variant format 2: the defined integer division, shift, conversion and min/max semantics
   // and no contraction (docs/semantics.md); format 1 code computed some of them differently.
-  key << "primjit-variant 2\nprimjit " << version() << " build " << jit::library_build_id()
+  // Format 3: kernel handles come through the packed `self` argument, not module globals.
+  key << "primjit-variant 3\nprimjit " << version() << " build " << jit::library_build_id()
       << "\nllvm " << jit::llvm_version() << " " << engine.target_triple() << " "
       << engine.cpu_name() << " " << engine.cpu_features() << " O" << engine.opt_level() << "\n";
   host_key = key.str();
@@ -451,6 +452,39 @@ IRModule Kernel::lowered(const Signature& signature) const {
     if (!dynamic) symbolic = k.symbolic;
   }
   return jit::lower_variant(k, args, dynamic, symbolic, {});
+}
+
+// The kernel's state comes first, so the variant (whose code lives in the Jit's engine) goes
+// before it.
+struct CompiledVariant::State {
+  std::shared_ptr<Kernel::State> kernel;
+  std::shared_ptr<const Variant> variant;
+};
+
+CompiledVariant Kernel::compiled(const Signature& signature) const {
+  PRIMJIT_USER_CHECK(state_ != nullptr) << "compiled of an empty Kernel (use Jit::kernel)";
+  SignatureArgs call(*state_, signature);
+  std::span<const Arg> args(call.args);
+  jit::check_arguments(*state_, args);
+  KeyBuffer key;
+  bool dynamic = jit::build_call_key(*state_, args, &key);
+  std::shared_ptr<Variant> v = find_variant(state_, args, key, dynamic, /*count_hit=*/false);
+  return CompiledVariant(
+      std::make_shared<const CompiledVariant::State>(CompiledVariant::State{state_, std::move(v)}));
+}
+
+PJValue CompiledVariant::call(std::span<const Arg> args) const {
+  PRIMJIT_USER_CHECK(state_ != nullptr)
+      << "call of an empty CompiledVariant (use Kernel::compiled)";
+  return jit::run_variant(*state_->variant, args);
+}
+
+PJPackedFunc CompiledVariant::packed_function() const {
+  return state_ == nullptr ? nullptr : state_->variant->entry.fn;
+}
+
+void* CompiledVariant::packed_self() const {
+  return state_ == nullptr ? nullptr : state_->variant->entry.self;
 }
 
 KernelStats Kernel::stats() const {

@@ -33,7 +33,7 @@ struct Variant {
   std::string function;
   std::unique_ptr<DeviceCode> device;  // declared before host: destroyed after it
   std::unique_ptr<HostProgram> host;
-  PJPackedFunc entry = nullptr;
+  HostEntry entry;                      // the host code's packed entry point and its kernel table
   std::weak_ptr<Kernel::State> kernel;  // the kernel that made it, for eviction statistics
   // Its last call served by a kernel's recent variants, as 2 × the Jit's use clock + 1: after
   // the map use that set the clock (2 × clock), before the next one. Calls through the Jit's

@@ -116,6 +116,9 @@ TEST(DiskCacheFiles, DamagedFilesAreRejectedWithAReason) {
   std::string payload = jit::encode_variant(sample_variant());
   expect_rejected(cache.seal("primjit 2\nllvm 19\nkey 8\n", payload),
                   "expected 'primjit 1', found 'primjit 2'");
+  // An entry of the format before kernel handles came through `self` (its host code would
+  // read handles from globals nobody fills): refused by its format, though its MAC is good.
+  expect_rejected(with_format(good, kOldFormat, dir.str()), "has format 2, this primjit writes 3");
   // The same entry sealed with another directory's key (someone else's cache): never trusted.
   jit::DiskCache other(dir.str() + "/other", 1 << 20);
   expect_rejected(other.seal(key, payload), "fails its MAC check");
@@ -222,8 +225,8 @@ TEST(JitDiskCache, DiskHitsAreCountedApartFromMemoryHits) {
   EXPECT_EQ(s.reasons[0], "first call (disk cache)");
 }
 
-// Flipped byte, truncation, garbage, another version: each is reported, compiled again,
-// replaced by a good entry, and the results stay right.
+// Flipped byte, truncation, garbage, another version, an older entry format: each is reported,
+// compiled again, replaced by a good entry, and the results stay right.
 TEST(JitDiskCache, DamagedEntriesAreRecompiledAndReplaced) {
   using Mutation = std::function<std::string(std::string, const jit::DiskCache&)>;
   auto mutations = std::vector<std::pair<std::string, Mutation>>{
@@ -251,9 +254,14 @@ TEST(JitDiskCache, DamagedEntriesAreRecompiledAndReplaced) {
          return cache.seal(key, payload);
        }},
   };
+  std::string cache_dir;  // the directory of the iteration running, for the format mutation
+  mutations.emplace_back("old format", [&](std::string b, const jit::DiskCache&) {
+    return with_format(std::move(b), kOldFormat, cache_dir);
+  });
   for (const auto& [what, mutate] : mutations) {
     SCOPED_TRACE(what);
     TempDir dir;
+    cache_dir = dir.str();
     {
       Jit jit(on_disk(dir.str()));
       ASSERT_TRUE(run_sizes(jit.kernel(axpb_function())));
@@ -280,6 +288,10 @@ TEST(JitDiskCache, DamagedEntriesAreRecompiledAndReplaced) {
           << lines[0];
       if (what == "other version") {
         EXPECT_NE(lines[0].find("found 'primjit 0.0.0-other build "), std::string::npos)
+            << lines[0];
+      }
+      if (what == "old format") {
+        EXPECT_NE(lines[0].find("has format 2, this primjit writes 3"), std::string::npos)
             << lines[0];
       }
     }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "jit/runtime/crypto.h"
 #include "jit/runtime/disk_cache.h"
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
@@ -42,6 +43,29 @@ inline std::string read_bytes(const fs::path& path) {
 inline void write_bytes(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << bytes;
+}
+
+// The disk cache's format before kernel handles moved into the packed `self` argument: its
+// host objects read them from module globals.
+inline constexpr uint32_t kOldFormat = 2;
+
+// `sealed`, an entry of the cache in `dir`, as an older primjit of entry format `format` would
+// have written it: the header's format field changed and the MAC made again with the
+// directory's own key, so that only the format tells it apart.
+inline std::string with_format(std::string sealed, uint32_t format, const std::string& dir) {
+  constexpr size_t kSealedHeader = 8 + 4 + 4 + 8 + 8;  // magic, format, reserved, two lengths
+  constexpr size_t kHeader = kSealedHeader + jit::kMacBytes;
+  if (sealed.size() < kHeader) return sealed;
+  uint64_t key_size = 0;
+  std::memcpy(sealed.data() + 8, &format, 4);
+  std::memcpy(&key_size, sealed.data() + 16, 8);
+  std::string mac_key = read_bytes(fs::path(dir) / jit::DiskCache::kKeyFile);
+  std::string_view all(sealed);
+  jit::Mac mac =
+      jit::compute_mac(mac_key, {all.substr(0, kSealedHeader), all.substr(kHeader, key_size),
+                                 all.substr(kHeader + key_size)});
+  std::memcpy(sealed.data() + kSealedHeader, mac.data(), mac.size());
+  return sealed;
 }
 
 inline jit::CachedVariant sample_variant() {

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <vector>
 
@@ -85,7 +87,7 @@ class Compiled {
 
  private:
   std::unique_ptr<HostProgram> program_;
-  PJPackedFunc fn_;
+  HostEntry fn_;
 };
 
 TEST(HostCodegen, VectorAddWithSeveralSizes) {
@@ -316,10 +318,11 @@ def f(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
 TEST(HostCodegen, UnloadingFreesTheVariant) {
   // Symbols of a removed variant are gone; a new variant gets its own symbols.
   auto program = std::make_unique<HostProgram>(engine(), lower(test::kVectorAddText));
-  PJPackedFunc fn = program->function("vadd");
-  EXPECT_NE(fn, nullptr);
+  HostEntry fn = program->function("vadd");
+  EXPECT_NE(fn.fn, nullptr);
+  EXPECT_EQ(fn.self, nullptr);  // it launches no kernel: no kernel table
   std::string symbol = "vadd" + program->symbol_suffix();
-  EXPECT_EQ(engine().lookup(symbol), reinterpret_cast<void*>(fn));
+  EXPECT_EQ(engine().lookup(symbol), reinterpret_cast<void*>(fn.fn));
   program.reset();
   EXPECT_ERROR_CONTAINS(engine().lookup(symbol), "is not defined in the JIT session");
   EXPECT_ERROR_CONTAINS(HostProgram(engine(), lower(test::kVectorAddText)).function("nope"),
@@ -435,6 +438,123 @@ def vadd(a: T.handle, b: T.handle, c: T.handle):
   EXPECT_ERROR_CONTAINS(call_packed(unbound.function("vadd"), args, 3),
                         "launched before its code was loaded");
   EXPECT_ERROR_CONTAINS(unbound.bind_kernels({}), "no code was loaded for it");
+}
+
+}  // namespace
+}  // namespace primjit::jit
+
+namespace primjit::jit {
+namespace {
+
+// Kernel handles come through the packed `self` argument: a table with one slot per kernel the
+// module launches, owned by the HostProgram (jit/common/host_abi.h).
+
+// A kernel run by the test itself that only records its launches' first launch value (its
+// thread count) under its own name.
+class CountingKernel : public KernelHandle {
+ public:
+  int32_t launch(const int64_t* launch, void** args) noexcept override {
+    std::lock_guard<std::mutex> lock(mutex);
+    threads.push_back(launch[0]);
+    return 0;
+  }
+  std::mutex mutex;
+  std::vector<int64_t> threads;
+};
+
+constexpr const char* kTwoLaunches = R"(
+@T.prim_func
+def two(a: T.handle, b: T.handle):
+    T.func_attr({"target": T.target("emu", host="llvm")})
+    A = T.match_buffer(a, (64,), "float32")
+    B = T.match_buffer(b, (64,), "float32")
+    with T.launch_thread("threadIdx.x", 64) as tx0:
+        A[tx0] = A[tx0] + T.float32(1)
+    with T.launch_thread("threadIdx.x", 32) as tx1:
+        B[tx1] = B[tx1] * T.float32(2)
+)";
+
+TEST(HostKernelTable, EachLaunchReadsItsKernelsSlot) {
+  IRModule lowered = lower(kTwoLaunches);
+  // The table's order is the order of the first launches in the code.
+  HostImage image = compile_host(engine(), lowered);
+  EXPECT_EQ(image.launched_kernels, (std::vector<std::string>{"two_kernel", "two_kernel_1"}));
+  // No module globals: the handles are loaded from `self`.
+  std::string ir = to_llvm_text(codegen_llvm(passes::lower_for_host(lowered)));
+  EXPECT_EQ(ir.find("__primjit_kernel"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find(" global "), std::string::npos) << ir;
+
+  CountingKernel first, second;
+  HostProgram program(engine(), image);
+  program.bind_kernels([&](const std::string& symbol) -> KernelHandle* {
+    return symbol == "two_kernel" ? &first : symbol == "two_kernel_1" ? &second : nullptr;
+  });
+  HostEntry entry = program.function("two");
+  ASSERT_NE(entry.self, nullptr);
+  EXPECT_EQ(static_cast<KernelHandle**>(entry.self)[0], &first);
+  EXPECT_EQ(static_cast<KernelHandle**>(entry.self)[1], &second);
+  HostTensor<float> a({64}, kF32), b({64}, kF32);
+  PJValue args[] = {a.arg(), b.arg()};
+  call_packed(entry, args, 2);
+  call_packed(entry, args, 2);
+  EXPECT_EQ(first.threads, (std::vector<int64_t>{64, 64}));
+  EXPECT_EQ(second.threads, (std::vector<int64_t>{32, 32}));
+}
+
+TEST(HostKernelTable, AnUnboundSlotIsAnErrorNotACrash) {
+  IRModule lowered = lower(kTwoLaunches);
+  HostProgram program(engine(), lowered);
+  HostTensor<float> a({64}, kF32), b({64}, kF32);
+  PJValue args[] = {a.arg(), b.arg()};
+  EXPECT_ERROR_CONTAINS(call_packed(program.function("two"), args, 2),
+                        "launched before its code was loaded");
+  // A failed bind (the second kernel has no code) leaves the whole table unbound.
+  CountingKernel first;
+  EXPECT_ERROR_CONTAINS(program.bind_kernels([&](const std::string& symbol) -> KernelHandle* {
+    return symbol == "two_kernel" ? &first : nullptr;
+  }),
+                        "launches kernel 'two_kernel_1', but no code was loaded for it");
+  EXPECT_ERROR_CONTAINS(call_packed(program.function("two"), args, 2),
+                        "launched before its code was loaded");
+  EXPECT_TRUE(first.threads.empty());
+}
+
+// A kernel that adds 1 to row `row` of a (rows, 32) float32 matrix, one launch per row.
+class RowKernel : public KernelHandle {
+ public:
+  int32_t launch(const int64_t* launch, void** args) noexcept override {
+    float* a = *static_cast<float**>(args[0]);
+    int32_t row = *static_cast<int32_t*>(args[1]);
+    for (int64_t tx = 0; tx < launch[0]; ++tx) a[row * 32 + tx] += 1.0f;
+    launches.fetch_add(1);
+    return 0;
+  }
+  std::atomic<int> launches{0};
+};
+
+TEST(HostKernelTable, ParallelTasksLaunchWithTheCallersTable) {
+  IRModule lowered = lower(R"(
+@T.prim_func
+def rows(a: T.handle):
+    T.func_attr({"target": T.target("emu", host="llvm")})
+    A = T.match_buffer(a, (64, 32), "float32")
+    for r in T.parallel(64):
+        with T.launch_thread("threadIdx.x", 32) as tx:
+            A[r, tx] = A[r, tx] + T.float32(1)
+)");
+  // The launch is in a task run by the runtime's parallel-for, which gets the table in its
+  // closure.
+  std::string ir = to_llvm_text(codegen_llvm(passes::lower_for_host(lowered)));
+  EXPECT_NE(ir.find("call i32 @primjit_rt_parallel_for"), std::string::npos) << ir;
+  RowKernel kernel;
+  HostProgram program(engine(), lowered,
+                      [&](const std::string&) -> KernelHandle* { return &kernel; });
+  HostTensor<float> a({64, 32}, kF32);
+  std::iota(a.data.begin(), a.data.end(), 0.0f);
+  PJValue args[] = {a.arg()};
+  call_packed(program.function("rows"), args, 1);
+  EXPECT_EQ(kernel.launches.load(), 64);
+  for (int i = 0; i < 64 * 32; ++i) ASSERT_EQ(a.data[i], static_cast<float>(i) + 1.0f) << i;
 }
 
 }  // namespace

@@ -420,6 +420,54 @@ def reverse(a: T.handle, b: T.handle):
   EXPECT_EQ(k.stats().misses, 2u);
 }
 
+// Kernel::compiled: the variant a call with the signature runs, callable without the Kernel's
+// dispatch, held past its eviction, its Kernel and its Jit.
+TEST(Jit, CompiledVariantRunsTheKernelsCodeAndOutlivesItsCache) {
+  const Signature eight = {ArgSpec::tensor(DataType::Float(32), {8}),
+                           ArgSpec::tensor(DataType::Float(32), {8}),
+                           ArgSpec::scalar(DataType::Float(32))};
+  CompiledVariant outlives_jit;
+  {
+    Jit jit({.cache_capacity = 1, .disk_cache = DiskCacheMode::kDisabled});
+    CompiledVariant v;
+    {
+      Kernel k = jit.kernel(scale_function());
+      v = k.compiled(eight);
+      EXPECT_EQ(k.stats().misses, 1u);
+      EXPECT_EQ(k.stats().calls, 0u);
+      Pair p8(8);
+      k(p8.a, p8.b, 2.0f);  // the variant a call runs: no second compile
+      p8.expect_scaled(2.0f);
+      EXPECT_EQ(k.stats().misses, 1u);
+      Pair p9(9);
+      k(p9.a, p9.b, 1.0f);  // capacity 1: evicts the 8-element variant
+      EXPECT_EQ(k.stats().evictions, 1u);
+      outlives_jit = k.compiled(eight);  // compiled again
+      EXPECT_EQ(k.stats().misses, 3u);
+    }
+    ASSERT_NE(v.packed_function(), nullptr);
+    EXPECT_EQ(v.packed_self(), nullptr);  // it launches no kernel: no kernel table
+    Pair p(8);
+    Arg args[] = {p.a, p.b, 4.0f};
+    v.call(args);
+    p.expect_scaled(4.0f);
+    PJValue packed[] = {args[0].value, args[1].value, Arg(5.0f).value};
+    PJValue result{};
+    ASSERT_EQ(v.packed_function()(v.packed_self(), packed, 3, &result), 0);
+    p.expect_scaled(5.0f);
+    // The compiled code still checks its arguments: this variant is for 8 elements.
+    Pair p16(16);
+    Arg wrong[] = {p16.a, p16.b, 1.0f};
+    EXPECT_ERROR_CONTAINS(v.call(wrong), "A.shape[0]");
+  }
+  Pair p(8);
+  Arg args[] = {p.a, p.b, 6.0f};
+  outlives_jit.call(args);
+  p.expect_scaled(6.0f);
+  EXPECT_ERROR_CONTAINS(CompiledVariant().call(args), "empty CompiledVariant");
+  EXPECT_EQ(CompiledVariant().packed_function(), nullptr);
+}
+
 TEST(Tensor, ZerosDlpackRoundTripAndErrors) {
   Tensor t = Tensor::zeros({2, 3}, DataType::Int(16));
   EXPECT_EQ(t.numel(), 6);
