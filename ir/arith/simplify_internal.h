@@ -193,6 +193,10 @@ class Rewriter : public ExprFunctor<Rewriter, Expr> {
   Expr floor_div_rule(NodeKind k, const Expr& a, const Expr& b);
   Expr floor_mod_rule(NodeKind k, const Expr& a, const Expr& b);
   Expr trunc_div_mod(NodeKind k, const Expr& a, const Expr& b);
+  /// a // b and a % b for a divisor that is not a literal, when b >= 1 is provable.
+  Expr symbolic_div_mod(NodeKind k, const Expr& a, const Expr& b);
+  /// True when every Mul node in `e` computes the exact product (no wraparound).
+  bool exact_product(const Expr& e);
   /// True when the divisor `b` is provably nonzero.
   bool nonzero(const Expr& b);
   /// -a, in canonical form.
