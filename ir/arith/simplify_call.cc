@@ -15,8 +15,9 @@
 // - bitwise logic: literals fold in the type; 0 and all ones are identities or absorb the
 //   other operand (when it is pure); `x & x`, `x ^ x`, `~~x`; `x & (2^k - 1)` is `x % 2^k` when
 //   that remainder simplifies.
-// - if_then_else with a literal condition is its branch; with equal branches (and a pure
-//   condition) the branch; likely of a literal is the literal.
+// - if_then_else with a literal condition is its branch; each branch is simplified knowing the
+//   condition's value (only the branch taken runs); with equal branches (and a pure condition)
+//   the branch; likely of a literal is the literal.
 #include <cmath>
 #include <string_view>
 
@@ -91,6 +92,7 @@ int count_kind(const Expr& e, NodeKind k) {
 }  // namespace
 
 Expr Rewriter::visit(const Call* op) {
+  if (is(op, builtins().if_then_else) && op->args.size() == 3) return if_then_else(op);
   std::vector<Expr> args;
   bool changed = rewrite_all(op->args, &args);
   if (op->op.defined()) {
@@ -102,16 +104,33 @@ Expr Rewriter::visit(const Call* op) {
                           : Call::make(op->dtype, op->callee, std::move(args));
 }
 
+// T.if_then_else evaluates only the branch it takes: a literal condition drops the other one,
+// and each branch is simplified knowing the condition's value.
+Expr Rewriter::if_then_else(const Call* op) {
+  Expr c = rewrite(op->args[0]);
+  if (auto cv = const_int(c)) return rewrite(*cv != 0 ? op->args[1] : op->args[2]);
+  bool context = c.dtype().is_scalar() && AnalyzerImpl::pure(c);
+  auto branch = [&](const Expr& value, const Expr& holds) {
+    if (!context) return rewrite(value);
+    ScopeGuard scope(an_);
+    an_.assume(holds);
+    return rewrite(value);
+  };
+  Expr t = branch(op->args[1], c);
+  Expr f = branch(op->args[2], context ? rewrite(Not::make(c)) : Expr());
+  if (AnalyzerImpl::equal(t, f) && AnalyzerImpl::pure(c)) return t;
+  if (c.same_as(op->args[0]) && t.same_as(op->args[1]) && f.same_as(op->args[2])) {
+    return Expr(op);
+  }
+  return Call::make(op->dtype, op->op, {c, t, f});
+}
+
 Expr Rewriter::call_rule(const Call* op, const std::vector<Expr>& args) {
   const OpNode& o = *op->op;
   DataType t = op->dtype;
   if (o.is_math()) return math_rule(op, args);
   if (o.op_kind == OpKind::kBits && t.is_integer() && t.is_scalar()) return bits_rule(op, args);
   const Builtins& b = builtins();
-  if (is(op, b.if_then_else) && args.size() == 3) {
-    if (auto c = const_int(args[0])) return *c != 0 ? args[1] : args[2];
-    if (AnalyzerImpl::equal(args[1], args[2]) && AnalyzerImpl::pure(args[0])) return args[1];
-  }
   if (is(op, b.likely) && args.size() == 1 && args[0].as<IntImm>()) return args[0];
   return Expr();
 }

@@ -11,7 +11,8 @@
 //   And, Or, Not, Select           logical, visit(Not), visit(Select) simplify_logic.cc
 //   Cast                           visit(Cast)                       simplify_cast.cc
 //   vectors: Ramp, Broadcast       vector_rule, visit(Ramp), ...     simplify_vector.cc
-//   Call of a builtin              call_rule, math_rule, bits_rule   simplify_call.cc
+//   Call of a builtin              call_rule, math_rule, bits_rule,  simplify_call.cc
+//                                  if_then_else
 //   leaves, Let, loads             rewrite(), visit(...)             simplify.cc (the driver)
 //
 // Adding a rewrite rule:
@@ -184,6 +185,8 @@ class Rewriter : public ExprFunctor<Rewriter, Expr> {
   bool rewrite_all(const std::vector<Expr>& in, std::vector<Expr>* out);
 
   // --- calls of builtins (simplify_call.cc) ---------------------------------------------------
+  /// T.if_then_else: its branches rewritten knowing the condition, then its rules.
+  Expr if_then_else(const Call* op);
   /// The rules of a builtin call `op` whose arguments, rewritten, are `args`.
   Expr call_rule(const Call* op, const std::vector<Expr>& args);
   /// Math functions: exact constant folding, rounding of integral values, exp2/log2.

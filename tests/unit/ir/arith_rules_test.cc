@@ -193,6 +193,10 @@ TEST_F(ArithRules, IfThenElseAndLikely) {
   CHECK_ROW(ite(fls(), x, y), y);
   CHECK_ROW(ite(xb, x + 1, 1 + x), x + 1);
   CHECK_ROW(ite(xb, x, y), ite(xb, x, y));
+  // Each branch knows the condition's value: here both become x.
+  CHECK_ROW(ite(x < y, min(x, y), max(x, y)), x);
+  CHECK_ROW(ite(i < 8, min(i, 10), i), i);
+  CHECK_ROW(ite(x < y, fdiv(x, y), y), ite(x < y, fdiv(x, y), y));
   // The untaken branch is never evaluated: dropping it (a division by zero here) is sound.
   CHECK_ROW(ite(tru(), x, fdiv(x, 0)), x);
   CHECK_ROW(builtin("likely", b1, {tru().e}), tru());
