@@ -3,13 +3,15 @@
 // nothing changes (or a pass cap is hit, so it always terminates). The rules live in one file
 // per rule family; simplify_internal.h lists them and says how to add one.
 //
-// This file holds what every family shares: the pass itself (rewrite()), the leaves, Let,
-// loads and calls, constant folding of integers, and rebuilding ring forms as expressions.
+// This file holds what every family shares: the pass itself (rewrite()), the leaves, Let and
+// loads, constant folding of integers, and rebuilding ring forms as expressions.
 // Subexpressions holding calls with effects are never dropped, duplicated or reordered.
 #include <algorithm>
 
 #include "ir/arith/simplify_internal.h"
 #include "primjit/error.h"
+#include "primjit/ir/text.h"
+#include "primjit/log.h"
 
 namespace primjit::arith::detail {
 namespace {
@@ -158,26 +160,33 @@ Expr Rewriter::visit(const BufferLoad* op) {
   return changed ? BufferLoad::make(op->buffer, std::move(indices)) : Expr(op);
 }
 
-Expr Rewriter::visit(const Call* op) {
-  std::vector<Expr> args;
-  if (!rewrite_all(op->args, &args)) return Expr(op);
-  return op->op.defined() ? Call::make(op->dtype, op->op, std::move(args))
-                          : Call::make(op->dtype, op->callee, std::move(args));
-}
-
 // =============================================================================================
 // AnalyzerImpl entry points
 // =============================================================================================
 
-Expr AnalyzerImpl::simplify(const Expr& e) {
-  number_objects(e);
+Expr simplify_passes(AnalyzerImpl& an, const Expr& e, int max_passes) {
   Expr current = e;
-  for (int pass = 0; pass < kMaxPasses; ++pass) {
-    Expr next = Rewriter(*this).rewrite(current);
-    if (next.same_as(current)) break;
+  for (int pass = 0; pass < max_passes; ++pass) {
+    Expr next = Rewriter(an).rewrite(current);
+    if (next.same_as(current)) return current;
     current = next;
   }
+  // The cap was hit: with debug logging on, one more pass tells whether this is a fixed point.
+  if (log_enabled(LogLevel::kDebug) && !Rewriter(an).rewrite(current).same_as(current)) {
+    constexpr size_t kShown = 200;
+    std::string text = print(current);
+    if (text.size() > kShown) text = text.substr(0, kShown) + " ...";
+    PRIMJIT_LOG_DEBUG << "simplify: stopped after " << max_passes
+                      << " passes before a fixed point (another pass would still change the "
+                         "result): "
+                      << text;
+  }
   return current;
+}
+
+Expr AnalyzerImpl::simplify(const Expr& e) {
+  number_objects(e);
+  return simplify_passes(*this, e, kMaxPasses);
 }
 
 Expr AnalyzerImpl::from_linear(const Linear& l, DataType t) {

@@ -6,6 +6,8 @@
 // - floor remainder: from bounds and congruences, terms the divisor divides dropped;
 // - truncating division and remainder: become the floor forms when the numerator is
 //   non-negative and the divisor positive.
+#include <algorithm>
+
 #include "ir/arith/simplify_internal.h"
 
 namespace primjit::arith::detail {
@@ -26,7 +28,7 @@ Expr Rewriter::floor_div_rule(NodeKind k, const Expr& a, const Expr& b) {
   if (!y) {
     if (AnalyzerImpl::equal(a, b) && nonzero(b)) return make_int(t, 1);  // 0 // 0 is -1
     if (x && *x == 0 && nonzero(b)) return make_int(t, 0);
-    return Expr();
+    return symbolic_div_mod(k, a, b);
   }
   i128 d = *y;
   if (d == 1) return a;
@@ -81,7 +83,7 @@ Expr Rewriter::floor_mod_rule(NodeKind k, const Expr& a, const Expr& b) {
   if (!y) {
     // x % x and 0 % b are 0 for every value, 0 included (x % 0 is x).
     if (AnalyzerImpl::equal(a, b) || (x && *x == 0)) return make_int(t, 0);
-    return Expr();
+    return symbolic_div_mod(k, a, b);
   }
   i128 d = *y;
   if (d == 1 || d == -1) return make_int(t, 0);
@@ -154,6 +156,70 @@ Expr Rewriter::trunc_div_mod(NodeKind k, const Expr& a, const Expr& b) {
     if (ba.lo > -m && ba.hi < m) return div ? make_int(t, 0) : a;
   }
   return Expr();
+}
+
+// True when the value of every Mul node in `e` is the exact product of its operands' values.
+bool Rewriter::exact_product(const Expr& e) {
+  const auto* m = e.as<Mul>();
+  if (m == nullptr) return true;
+  return exact_product(m->a) && exact_product(m->b) &&
+         interval_within(interval_mul(an_.bound(m->a), an_.bound(m->b)), dtype_range(e.dtype()));
+}
+
+// a // b and a % b for a divisor b = c * B (B not a literal) provably >= 1: a is split into
+// b * q + r, q collecting the terms c * B divides, e.g. (i * n + j) // n -> i when 0 <= j < n.
+// Division by zero (x // 0 is -1, x % 0 is x) never arises: b >= 1 is proven first.
+Expr Rewriter::symbolic_div_mod(NodeKind k, const Expr& a, const Expr& b) {
+  DataType t = a.dtype();
+  if (!t.is_int() || !t.is_scalar() || decide(NodeKind::kGE, b, make_int(t, 1)) != true) {
+    return Expr();
+  }
+  Linear lb = an_.linearize(b);
+  Linear la = an_.linearize(a);
+  if (lb.terms.size() != 1 || lb.constant != 0 || !an_.fits(lb, t) || !an_.fits(la, t)) {
+    return Expr();
+  }
+  const auto& [divisor_atom, c] = lb.terms[0];
+  if (c <= 0 || !exact_product(divisor_atom)) return Expr();
+  std::vector<Expr> divisor_factors;
+  flatten(NodeKind::kMul, divisor_atom, &divisor_factors);
+  Linear q, r;
+  r.constant = la.constant;
+  for (const auto& [atom, e] : la.terms) {
+    std::vector<Expr> factors;
+    flatten(NodeKind::kMul, atom, &factors);
+    bool divides = e % c == 0 && exact_product(atom);
+    for (const Expr& f : divisor_factors) {
+      auto it = std::find_if(factors.begin(), factors.end(),
+                             [&](const Expr& g) { return AnalyzerImpl::equal(f, g); });
+      if (it == factors.end()) {
+        divides = false;
+        break;
+      }
+      factors.erase(it);
+    }
+    Expr quotient;
+    if (divides && !factors.empty()) {
+      quotient = factors[0];
+      for (size_t i = 1; i < factors.size(); ++i) quotient = Mul::make(quotient, factors[i]);
+      divides = exact_product(quotient);
+    }
+    if (!divides) {
+      r.terms.emplace_back(atom, e);
+    } else if (quotient.defined()) {
+      q = an_.combine_ring(q, 1, an_.linearize(quotient), e / c, t.bits());
+    } else {
+      q.constant += e / c;
+    }
+  }
+  if (q.terms.empty() && q.constant == 0) return Expr();
+  if (!an_.fits(r, t)) return Expr();
+  Expr rest = an_.from_linear(r, t);
+  bool within =
+      decide(NodeKind::kGE, rest, make_int(t, 0)) == true && decide(NodeKind::kLT, rest, b) == true;
+  if (k == NodeKind::kFloorMod) return within ? rest : rewrite(FloorMod::make(rest, b));
+  if (within) return an_.from_linear(q, t);
+  return rewrite(Add::make(an_.from_linear(q, t), FloorDiv::make(rest, b)));
 }
 
 bool Rewriter::nonzero(const Expr& b) {

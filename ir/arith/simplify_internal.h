@@ -11,7 +11,9 @@
 //   And, Or, Not, Select           logical, visit(Not), visit(Select) simplify_logic.cc
 //   Cast                           visit(Cast)                       simplify_cast.cc
 //   vectors: Ramp, Broadcast       vector_rule, visit(Ramp), ...     simplify_vector.cc
-//   leaves, Let, loads, calls      rewrite(), visit(...)             simplify.cc (the driver)
+//   Call of a builtin              call_rule, math_rule, bits_rule,  simplify_call.cc
+//                                  if_then_else
+//   leaves, Let, loads             rewrite(), visit(...)             simplify.cc (the driver)
 //
 // Adding a rewrite rule:
 // - Find the operator's rule above and add the rule there, in its family's file. A binary
@@ -100,6 +102,10 @@ void flatten(NodeKind k, const Expr& e, std::vector<Expr>* out);
 // Integer constant folding; nullopt for division by zero.
 std::optional<i128> fold_int(NodeKind k, DataType t, i128 x, i128 y);
 
+/// Rewrites `e` until a pass changes nothing, at most `max_passes` passes (AnalyzerImpl::simplify
+/// uses kMaxPasses); stopping at the cap before a fixed point is logged at debug level.
+Expr simplify_passes(AnalyzerImpl& an, const Expr& e, int max_passes);
+
 /// Opens an analyzer scope for its lifetime (facts assumed inside are dropped at its end).
 class ScopeGuard {
  public:
@@ -122,13 +128,15 @@ class Rewriter : public ExprFunctor<Rewriter, Expr> {
   /// `e` rewritten once; the very same node when nothing changed.
   Expr rewrite(const Expr& e);
 
-  // --- leaves, Let, loads, calls (simplify.cc) ---------------------------------------------
+  // --- leaves, Let, loads (simplify.cc) ----------------------------------------------------
   Expr visit(const IntImm* op) { return Expr(op); }
   Expr visit(const FloatImm* op) { return Expr(op); }
   Expr visit(const StringImm* op) { return Expr(op); }
   Expr visit(const VarNode* op);
   Expr visit(const Let* op);
   Expr visit(const BufferLoad* op);
+
+  // --- calls of builtins (simplify_call.cc) ---------------------------------------------------
   Expr visit(const Call* op);
 
   // --- binary operators: each dispatches to its family's rule ---------------------------------
@@ -176,6 +184,16 @@ class Rewriter : public ExprFunctor<Rewriter, Expr> {
   /// Rewrites every element of `in` into `out`; true when any changed.
   bool rewrite_all(const std::vector<Expr>& in, std::vector<Expr>* out);
 
+  // --- calls of builtins (simplify_call.cc) ---------------------------------------------------
+  /// T.if_then_else: its branches rewritten knowing the condition, then its rules.
+  Expr if_then_else(const Call* op);
+  /// The rules of a builtin call `op` whose arguments, rewritten, are `args`.
+  Expr call_rule(const Call* op, const std::vector<Expr>& args);
+  /// Math functions: exact constant folding, rounding of integral values, exp2/log2.
+  Expr math_rule(const Call* op, const std::vector<Expr>& args);
+  /// Shifts and bitwise logic on scalar integers.
+  Expr bits_rule(const Call* op, const std::vector<Expr>& args);
+
   // --- vectors (simplify_vector.cc) ----------------------------------------------------------
   Expr vector_rule(NodeKind k, const Expr& a, const Expr& b);
 
@@ -193,6 +211,10 @@ class Rewriter : public ExprFunctor<Rewriter, Expr> {
   Expr floor_div_rule(NodeKind k, const Expr& a, const Expr& b);
   Expr floor_mod_rule(NodeKind k, const Expr& a, const Expr& b);
   Expr trunc_div_mod(NodeKind k, const Expr& a, const Expr& b);
+  /// a // b and a % b for a divisor that is not a literal, when b >= 1 is provable.
+  Expr symbolic_div_mod(NodeKind k, const Expr& a, const Expr& b);
+  /// True when every Mul node in `e` computes the exact product (no wraparound).
+  bool exact_product(const Expr& e);
   /// True when the divisor `b` is provably nonzero.
   bool nonzero(const Expr& b);
   /// -a, in canonical form.
