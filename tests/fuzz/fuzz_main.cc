@@ -1,7 +1,8 @@
 // primjit_fuzz: the differential fuzzer. For random programs (program_generator.h) it checks
 //   llvm-vs-emu   the compiled code and the reference interpreter compute the same bits on
 //                 inputs with NaN, infinities, -0, extreme integers and ordinary values;
-//   passes        every pass of the default pipeline keeps the interpreter's result
+//   passes        every pass of the default pipeline (CommonSubexprElim included; FlattenBuffer,
+//                 Simplify and RemoveNoOp must be in it) keeps the interpreter's result
 //                 (emu::check_pipeline, on random, all-zero and all-one inputs);
 //   round-trip    the printed text parses back to a structurally equal function.
 // A failure prints the seed, what differs, and a minimized reproducer as text IR.
@@ -13,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -177,9 +179,19 @@ std::string llvm_vs_emu(const PrimFunc& f, const Inputs& in) {
   return "";
 }
 
+// The pipeline the "passes" check runs: the default one, with CommonSubexprElim whatever the
+// default options say. The cleanup passes must be in it (run() checks).
+std::vector<std::string> checked_pipeline() {
+  passes::PipelineOptions options;
+  options.common_subexpr_elim = true;
+  return passes::default_pipeline(options);
+}
+constexpr const char* kCleanupPasses[] = {"FlattenBuffer", "Simplify", "CommonSubexprElim",
+                                          "RemoveNoOp"};
+
 std::string passes_keep_results(const PrimFunc& f) {
   jit::emu::DifferentialReport r =
-      jit::emu::check_pipeline(IRModule::from_function("main", f), passes::default_pipeline());
+      jit::emu::check_pipeline(IRModule::from_function("main", f), checked_pipeline());
   if (!r.pipeline_error.empty()) return r.pipeline_error;
   if (const jit::emu::FunctionOutcome* bad = r.first_change()) {
     return "pass '" + bad->pass + "' changed the result: " + bad->detail;
@@ -239,6 +251,14 @@ int run(int argc, char** argv) {
       std::cerr << "usage: primjit_fuzz [--seed S] [--count N] [--seconds T] "
                    "[--settled-before-semantics] "
                    "[--no-minimize]\n";
+      return 2;
+    }
+  }
+  const std::vector<std::string> pipeline = checked_pipeline();
+  for (const char* name : kCleanupPasses) {
+    if (std::find(pipeline.begin(), pipeline.end(), name) == pipeline.end()) {
+      std::cerr << "primjit_fuzz: the default pipeline lost " << name
+                << "; the passes check must run it (edit checked_pipeline())\n";
       return 2;
     }
   }
