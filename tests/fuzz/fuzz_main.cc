@@ -8,6 +8,10 @@
 // A failure prints the seed, what differs, and a minimized reproducer as text IR.
 //
 //   primjit_fuzz [--seed S] [--count N] [--seconds T] [--settled-before-semantics] [--no-minimize]
+//                [--pass-work]
+//
+// --pass-work also counts the programs that each cleanup pass (run alone on the generated
+// program) changes, to show that the generator gives them work.
 //
 // Stops after N programs or T seconds, whichever comes first (default: 200 programs). Ends with
 // "fuzz: N programs, K failed" and the line "P passed, K failed"; exits 1 when any check failed.
@@ -23,6 +27,7 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -228,6 +233,7 @@ int run(int argc, char** argv) {
   long count = 200;
   double seconds = 0;
   bool minimize_failures = true;
+  bool pass_work = false;
   Features features;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -247,10 +253,12 @@ int run(int argc, char** argv) {
       features = Features{false, false, false, false, true, true};
     } else if (a == "--no-minimize") {
       minimize_failures = false;
+    } else if (a == "--pass-work") {
+      pass_work = true;
     } else {
       std::cerr << "usage: primjit_fuzz [--seed S] [--count N] [--seconds T] "
                    "[--settled-before-semantics] "
-                   "[--no-minimize]\n";
+                   "[--no-minimize] [--pass-work]\n";
       return 2;
     }
   }
@@ -267,9 +275,17 @@ int run(int argc, char** argv) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   long programs = 0, checks_passed = 0, failed = 0, refused = 0;
+  long changed_by[std::size(kCleanupPasses)] = {};
   for (uint64_t s = seed; programs < count && (seconds <= 0 || elapsed() < seconds); ++s) {
     ++programs;
     PrimFunc f = generate_program(s, features);
+    if (pass_work) {
+      IRModule m = IRModule::from_function("main", f);
+      for (size_t p = 0; p < std::size(kCleanupPasses); ++p) {
+        IRModule out = passes::get_pass(kCleanupPasses[p]).run(m, {});
+        changed_by[p] += !structural_equal(out, m);
+      }
+    }
     Inputs in = make_inputs(s);
     struct Check {
       const char* name;
@@ -319,6 +335,13 @@ int run(int argc, char** argv) {
   std::cout << "fuzz: " << programs << " programs in " << static_cast<int>(elapsed())
             << " s, seeds " << seed << ".." << seed + programs - 1 << ", " << failed
             << " failed checks, " << refused << " refused by both backends with an error\n";
+  if (pass_work) {
+    std::cout << "programs changed by each cleanup pass alone:";
+    for (size_t p = 0; p < std::size(kCleanupPasses); ++p) {
+      std::cout << " " << kCleanupPasses[p] << " " << changed_by[p];
+    }
+    std::cout << "\n";
+  }
   std::cout << checks_passed << " passed, " << failed << " failed\n";
   return failed == 0 ? 0 : 1;
 }
