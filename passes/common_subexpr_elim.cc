@@ -6,16 +6,22 @@
 //           is computed once by a new `cse_vN: <its dtype> = value` placed before the first
 //           statement that uses it, and every use reads the variable; uses that follow an equal
 //           Bind of the same scope read that Bind's variable instead (no new Bind). Equal means
-//           the same operations on the same operands, a Bind variable standing for its value.
+//           the same operations on the same operands, a Bind variable standing for its value
+//           (a Bind's scope is the rest of its sequence: its value and what follows share).
+//           A value that cannot fault and reads no memory (no load, no division by a
+//           non-constant, no call) is also bound before an If whose two branches both compute
+//           it, and before the first of two loops of the scope that compute it; a value used
+//           inside one branch or one loop only is left to that statement's own scope.
 //           Never shared: calls that are not pure (Call::effect()); a load across a possible
 //           write to its memory (a store through any pointer that may alias its buffer's
 //           (AliasAnalysis: views sharing a data pointer, a Bind of `X.data`, `T.address_of`),
 //           a call with side effects, a loop or launch whose body holds one); Let expressions and
 //           what is under `T.address_of`; Ramp, Broadcast and `T.likely` nodes and casts of a
-//           variable or constant (their operands are). Nothing moves out of an If branch or an
-//           `if_then_else` arm unless the scope computed it first; nothing is shared across a
-//           launch (AttrStmt) or a thread-bound loop; an expression that can fault (a load, a
-//           division by a non-constant, a call) is never evaluated before the program did.
+//           variable or constant (their operands are). Otherwise nothing moves out of an If
+//           branch or an `if_then_else` arm unless the scope computed it first; nothing is
+//           shared across a launch (AttrStmt) or a thread-bound loop; an expression that can
+//           fault (a load, a division by a non-constant, a call) is never evaluated before the
+//           program did, and nothing using a loop's variable leaves that loop.
 //           New variables are numbered per function in program order. Output is deterministic.
 // Example:
 //   for i in range(4):                                 for i in range(4):
@@ -29,7 +35,8 @@
 // possible write to its memory region and, on entry to a loop or launch, for what its body
 // writes. Then each scope, outermost first, takes the live occurrences below it (not behind a
 // launch), largest values first: a value with two or more uses, one of them unconditional in
-// the scope, is bound. Its uses are marked replaced, which kills their subexpressions (so the
+// the scope (or, for one that cannot fault, uses in both branches of an If or in two loops),
+// is bound. Its uses are marked replaced, which kills their subexpressions (so the
 // `i * 16` inside a replaced `i * 16 + j` is not counted again), except in the first use, whose
 // subexpressions become the new Bind's value. A second walk, in the same order, rebuilds the
 // statements. Decisions read arrays in program order; the cost is linear in the expression
@@ -88,10 +95,12 @@ class Planner {
     kLoop,     // inside a loop body or while condition below the scope
     kGuarded,  // inside an If branch or an if_then_else arm below or in the scope
   };
+  enum class Branch : uint8_t { kNone, kThen, kElse };  // of the If statement `stmt`
   struct Candidate {
     int occ;
     int stmt;
     Place place;
+    Branch branch;
   };
 
   void plan_scope(int s) {
@@ -121,7 +130,14 @@ class Planner {
         } else if (occ.scope == s) {
           place = Place::kDirect;
         }
-        cands_.push_back({o, static_cast<int>(stmt), place});
+        const cse::StmtSpan& span = scope.stmts[stmt];
+        Branch branch = Branch::kNone;
+        if (span.else_begin >= 0 && o >= span.else_begin) {
+          branch = Branch::kElse;
+        } else if (span.then_begin >= 0 && o >= span.then_begin) {
+          branch = Branch::kThen;
+        }
+        cands_.push_back({o, static_cast<int>(stmt), place, branch});
         max_height = std::max(max_height, info.height);
       }
       ++o;
@@ -174,27 +190,47 @@ class Planner {
     }
     for (int vn : touched_) {
       group_.clear();
-      bool direct = false;
       for (int local = head_[vn]; local >= 0; local = next_[local]) {
         const Candidate& c = cands_[order_[begin + local]];
         if (group_.empty() && !can_lead(s, c, vn)) continue;
         group_.push_back(c);
-        direct = direct || c.place == Place::kDirect;
       }
       head_[vn] = -1;
       tail_[vn] = -1;
-      if (group_.size() >= 2 && direct) bind_group(s, height);
+      if (group_.size() >= 2 && worth_binding(vn)) bind_group(s, height);
     }
   }
 
   // The first use of a group is where its value is computed: it must be evaluated there
-  // anyway (or be harmless to evaluate early) and everything it reads must be visible.
+  // anyway, or be harmless to evaluate early (it cannot fault and reads no memory), and
+  // everything it reads must be visible.
   bool can_lead(int s, const Candidate& c, int vn) const {
     const Scope& scope = n_.scopes[s];
     const Occurrence& occ = n_.occs[c.occ];
-    if (c.place == Place::kGuarded) return false;
-    if (c.place == Place::kLoop && n_.values.info(vn).may_fault) return false;
+    if (c.place != Place::kDirect && n_.values.info(vn).may_fault) return false;
     return occ.def_depth <= scope.depth && occ.stamp <= scope.stmts[c.stmt].start_stamp;
+  }
+
+  // This scope is where the group (program order) is bound when one of its uses is the scope's
+  // own, or, for a value that cannot fault, when the scope is the innermost one holding them
+  // all on more than one path: both branches of one If, or the bodies of two of its loops. A
+  // value used only inside one loop or one branch is left to that statement's scope.
+  bool worth_binding(int vn) const {
+    for (const Candidate& c : group_) {
+      if (c.place == Place::kDirect) return true;
+    }
+    if (n_.values.info(vn).may_fault) return false;
+    int loop_stmt = -1;
+    int then_stmt = -1;
+    for (const Candidate& c : group_) {
+      if (c.place == Place::kLoop) {
+        if (loop_stmt >= 0 && loop_stmt != c.stmt) return true;
+        loop_stmt = c.stmt;
+      }
+      if (c.branch == Branch::kThen) then_stmt = c.stmt;
+      if (c.branch == Branch::kElse && then_stmt == c.stmt) return true;
+    }
+    return false;
   }
 
   void bind_group(int s, int height) {

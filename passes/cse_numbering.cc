@@ -117,8 +117,11 @@ void Numbering::walk_scope_body(const Stmt& s) {
   }
   StmtSpan span;
   span.start_stamp = clock_;
+  then_begin_ = else_begin_ = -1;
   walk_stmt(s);
   span.occ_end = static_cast<int>(occs.size());
+  span.then_begin = then_begin_;
+  span.else_begin = else_begin_;
   scopes[current_].stmts.push_back(span);
 }
 
@@ -207,10 +210,15 @@ void Numbering::walk_stmt(const Stmt& s) {
     case NodeKind::kIfThenElse: {
       const auto* op = s.as<IfThenElse>();
       walk_direct({&op->condition});
+      int then_begin = static_cast<int>(occs.size());
+      int else_begin = -1;
       in_new_scope(ScopeKind::kBranch, [&] { walk_scope_body(op->then_case); });
       if (op->else_case.defined()) {
+        else_begin = static_cast<int>(occs.size());
         in_new_scope(ScopeKind::kBranch, [&] { walk_scope_body(op->else_case); });
       }
+      then_begin_ = then_begin;  // after the branches, whose statements set them too
+      else_begin_ = else_begin;
       return;
     }
     case NodeKind::kEvaluate:

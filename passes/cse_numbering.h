@@ -55,6 +55,8 @@ enum class ScopeKind : uint8_t { kFunction, kLoop, kBranch, kIsolated };
 struct StmtSpan {
   int occ_end = 0;  // one past its last occurrence (they start where the previous one's end)
   uint64_t start_stamp = 0;  // memory versions newer than this were made by the statement
+  int then_begin = -1;       // an If: its then branch's first occurrence (after the condition)
+  int else_begin = -1;       // an If with an else branch: that branch's first occurrence
 };
 
 struct Scope {
@@ -127,6 +129,8 @@ class Numbering {
   static void walk_binary(const Expr& e, F& operand, ValueInfo* info);
 
   int current_ = 0;
+  int then_begin_ = -1;  // set by walk_stmt for an If, read by walk_scope_body
+  int else_begin_ = -1;
   std::vector<int64_t> key_;
   std::vector<int> operands_;  // value numbers of the operands of the nodes being walked
   bool saw_side_effect_ = false;

@@ -12,7 +12,11 @@
 // any other section is an input whose expected result is the next section. Each input section
 // starts with a one-line comment stating the rule; a `# passes: P1,P2` line in an input
 // section runs those passes instead of the command line's. Prints "PASS: rule" / "FAIL: rule" per
-// case and a closing "N passed, M failed" line.
+// case and a closing "N passed, M failed" line. With --check-semantics as well (a build with the
+// backends), every input section also runs in the reference interpreter before and after the
+// passes (as --check-semantics does for one module): a case whose results change fails; a case
+// the interpreter cannot run (no callable function, device code, inputs out of bounds) is
+// counted as skipped, not failed.
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -219,11 +223,50 @@ bool blank(const std::string& text) {
   return true;
 }
 
+#if PRIMJIT_HAVE_JIT
+// The interpreter's options from --check-semantics[=DIM=VALUE,...].
+pj::jit::emu::DifferentialOptions semantics_options(const Options& options) {
+  pj::jit::emu::DifferentialOptions check;
+  std::istringstream items(*options.check_semantics);
+  for (std::string item; std::getline(items, item, ',');) {
+    size_t eq = item.find('=');
+    PRIMJIT_USER_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < item.size() &&
+                       item.find_first_not_of("-0123456789", eq + 1) == std::string::npos)
+        << "--check-semantics: expected DIM=VALUE (e.g. n=128), got '" << item << "'";
+    check.dims[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+  }
+  return check;
+}
+#endif  // PRIMJIT_HAVE_JIT
+
+// Semantic checks of the golden cases: how many ran, and how many the interpreter could not.
+struct SemanticsCount {
+  int checked = 0;
+  int skipped = 0;
+};
+
+// "" when the passes keep the results of `input` (or the interpreter cannot run it: `count`
+// says which), else what changed.
+std::string check_case_semantics(const pj::IRModule& input, const Options& options,
+                                 SemanticsCount* count) {
+#if PRIMJIT_HAVE_JIT
+  pj::jit::emu::DifferentialReport report = pj::jit::emu::check_pipeline(
+      apply_target(input, options.target), options.passes, semantics_options(options));
+  ++(report.num_checked() > 0 || !report.ok() ? count->checked : count->skipped);
+  if (report.ok()) return "";
+  return report.pipeline_error.empty() ? report.str() : report.pipeline_error + "\n";
+#else
+  (void)input, (void)options, (void)count;  // main_impl refuses --check-semantics here
+  return "";
+#endif
+}
+
 int check_expected(const std::string& text, const Options& options) {
   std::vector<Section> sections = split_sections(text);
   std::erase_if(sections, [](const Section& s) { return blank(s.text); });
   int passed = 0;
   int failed = 0;
+  SemanticsCount semantics;
   auto fail = [&](const std::string& rule, const std::string& why) {
     ++failed;
     std::cout << "FAIL: " << rule << "\n" << why << "\n";
@@ -257,12 +300,17 @@ int check_expected(const std::string& text, const Options& options) {
     }
     const Section& expected_section = sections[++i];
     try {
-      pj::IRModule actual = run(pj::parse(input.text, name), section_options);
+      pj::IRModule parsed = pj::parse(input.text, name);
+      pj::IRModule actual = run(parsed, section_options);
       pj::IRModule expected = pj::parse(
           expected_section.text, options.file + ":" + std::to_string(expected_section.first_line));
+      std::string changed;
       if (std::optional<std::string> diff = pj::structural_diff(actual, expected)) {
         fail(rule, "  difference: " + *diff + "\n--- actual:\n" + pj::print(actual) +
                        "--- expected:\n" + pj::print(expected));
+      } else if (options.check_semantics &&
+                 !(changed = check_case_semantics(parsed, section_options, &semantics)).empty()) {
+        fail(rule, "  the passes change the results of the case at " + name + ":\n" + changed);
       } else {
         ++passed;
         std::cout << "PASS: " << rule << "\n";
@@ -270,6 +318,10 @@ int check_expected(const std::string& text, const Options& options) {
     } catch (const pj::Error& e) {
       fail(rule, std::string("  error: ") + e.what());
     }
+  }
+  if (options.check_semantics) {
+    std::cout << "semantics: " << semantics.checked << " cases run before and after the passes, "
+              << semantics.skipped << " skipped (the interpreter cannot run them)\n";
   }
   std::cout << passed << " passed, " << failed << " failed\n";
   return failed == 0 && passed > 0 ? 0 : 1;
@@ -281,17 +333,8 @@ int check_expected(const std::string& text, const Options& options) {
 // the first pass that changes an output; exits 1 when one does.
 int check_semantics(const std::string& text, const Options& options) {
   pj::IRModule input = parse_input(text, options);
-  pj::jit::emu::DifferentialOptions check;
-  std::istringstream items(*options.check_semantics);
-  for (std::string item; std::getline(items, item, ',');) {
-    size_t eq = item.find('=');
-    PRIMJIT_USER_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < item.size() &&
-                       item.find_first_not_of("-0123456789", eq + 1) == std::string::npos)
-        << "--check-semantics: expected DIM=VALUE (e.g. n=128), got '" << item << "'";
-    check.dims[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
-  }
-  pj::jit::emu::DifferentialReport report =
-      pj::jit::emu::check_pipeline(apply_target(input, options.target), options.passes, check);
+  pj::jit::emu::DifferentialReport report = pj::jit::emu::check_pipeline(
+      apply_target(input, options.target), options.passes, semantics_options(options));
   std::cout << report.str() << report.num_checked() << " checked, " << report.num_skipped()
             << " skipped, " << options.passes.size()
             << " passes: " << (report.ok() ? "no pass changed an output" : "semantics changed")
@@ -312,13 +355,14 @@ int main_impl(int argc, char** argv) {
     return 0;
   }
   std::string text = read_input(options.file);
-  if (options.check_expected) return check_expected(text, options);
-#if PRIMJIT_HAVE_JIT
-  if (options.check_semantics) return check_semantics(text, options);
-#else
+#if !PRIMJIT_HAVE_JIT
   PRIMJIT_USER_CHECK(!options.check_semantics && options.emit == "tir")
       << (options.check_semantics ? std::string("--check-semantics") : "--emit=" + options.emit)
       << " needs the LLVM and CUDA backends; this primjit-opt was built without them";
+#endif
+  if (options.check_expected) return check_expected(text, options);
+#if PRIMJIT_HAVE_JIT
+  if (options.check_semantics) return check_semantics(text, options);
 #endif
   pj::IRModule result = run(parse_input(text, options), options);
 #if PRIMJIT_HAVE_JIT

@@ -1,18 +1,24 @@
 // primjit_fuzz: the differential fuzzer. For random programs (program_generator.h) it checks
 //   llvm-vs-emu   the compiled code and the reference interpreter compute the same bits on
 //                 inputs with NaN, infinities, -0, extreme integers and ordinary values;
-//   passes        every pass of the default pipeline keeps the interpreter's result
+//   passes        every pass of the default pipeline (CommonSubexprElim included; FlattenBuffer,
+//                 Simplify and RemoveNoOp must be in it) keeps the interpreter's result
 //                 (emu::check_pipeline, on random, all-zero and all-one inputs);
 //   round-trip    the printed text parses back to a structurally equal function.
 // A failure prints the seed, what differs, and a minimized reproducer as text IR.
 //
 //   primjit_fuzz [--seed S] [--count N] [--seconds T] [--settled-before-semantics] [--no-minimize]
+//                [--pass-work]
+//
+// --pass-work also counts the programs that each cleanup pass (run alone on the generated
+// program) changes, to show that the generator gives them work.
 //
 // Stops after N programs or T seconds, whichever comes first (default: 200 programs). Ends with
 // "fuzz: N programs, K failed" and the line "P passed, K failed"; exits 1 when any check failed.
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -21,6 +27,7 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -177,9 +184,19 @@ std::string llvm_vs_emu(const PrimFunc& f, const Inputs& in) {
   return "";
 }
 
+// The pipeline the "passes" check runs: the default one, with CommonSubexprElim whatever the
+// default options say. The cleanup passes must be in it (run() checks).
+std::vector<std::string> checked_pipeline() {
+  passes::PipelineOptions options;
+  options.common_subexpr_elim = true;
+  return passes::default_pipeline(options);
+}
+constexpr const char* kCleanupPasses[] = {"FlattenBuffer", "Simplify", "CommonSubexprElim",
+                                          "RemoveNoOp"};
+
 std::string passes_keep_results(const PrimFunc& f) {
   jit::emu::DifferentialReport r =
-      jit::emu::check_pipeline(IRModule::from_function("main", f), passes::default_pipeline());
+      jit::emu::check_pipeline(IRModule::from_function("main", f), checked_pipeline());
   if (!r.pipeline_error.empty()) return r.pipeline_error;
   if (const jit::emu::FunctionOutcome* bad = r.first_change()) {
     return "pass '" + bad->pass + "' changed the result: " + bad->detail;
@@ -216,6 +233,7 @@ int run(int argc, char** argv) {
   long count = 200;
   double seconds = 0;
   bool minimize_failures = true;
+  bool pass_work = false;
   Features features;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -235,10 +253,20 @@ int run(int argc, char** argv) {
       features = Features{false, false, false, false, true, true};
     } else if (a == "--no-minimize") {
       minimize_failures = false;
+    } else if (a == "--pass-work") {
+      pass_work = true;
     } else {
       std::cerr << "usage: primjit_fuzz [--seed S] [--count N] [--seconds T] "
                    "[--settled-before-semantics] "
-                   "[--no-minimize]\n";
+                   "[--no-minimize] [--pass-work]\n";
+      return 2;
+    }
+  }
+  const std::vector<std::string> pipeline = checked_pipeline();
+  for (const char* name : kCleanupPasses) {
+    if (std::find(pipeline.begin(), pipeline.end(), name) == pipeline.end()) {
+      std::cerr << "primjit_fuzz: the default pipeline lost " << name
+                << "; the passes check must run it (edit checked_pipeline())\n";
       return 2;
     }
   }
@@ -247,9 +275,17 @@ int run(int argc, char** argv) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   long programs = 0, checks_passed = 0, failed = 0, refused = 0;
+  long changed_by[std::size(kCleanupPasses)] = {};
   for (uint64_t s = seed; programs < count && (seconds <= 0 || elapsed() < seconds); ++s) {
     ++programs;
     PrimFunc f = generate_program(s, features);
+    if (pass_work) {
+      IRModule m = IRModule::from_function("main", f);
+      for (size_t p = 0; p < std::size(kCleanupPasses); ++p) {
+        IRModule out = passes::get_pass(kCleanupPasses[p]).run(m, {});
+        changed_by[p] += !structural_equal(out, m);
+      }
+    }
     Inputs in = make_inputs(s);
     struct Check {
       const char* name;
@@ -299,6 +335,13 @@ int run(int argc, char** argv) {
   std::cout << "fuzz: " << programs << " programs in " << static_cast<int>(elapsed())
             << " s, seeds " << seed << ".." << seed + programs - 1 << ", " << failed
             << " failed checks, " << refused << " refused by both backends with an error\n";
+  if (pass_work) {
+    std::cout << "programs changed by each cleanup pass alone:";
+    for (size_t p = 0; p < std::size(kCleanupPasses); ++p) {
+      std::cout << " " << kCleanupPasses[p] << " " << changed_by[p];
+    }
+    std::cout << "\n";
+  }
   std::cout << checks_passed << " passed, " << failed << " failed\n";
   return failed == 0 ? 0 : 1;
 }

@@ -40,8 +40,12 @@ class Generator {
  private:
   struct Scope {
     std::vector<Var> vars;
+    std::vector<Var> loop_vars;
     std::vector<Buffer> buffers;
+    std::vector<Buffer> grids;  // 2-D views (kRows x kExtent / kRows) on a parameter's memory
+    std::vector<Expr> exprs;    // scalar expressions made here, for repeats (CSE's work)
   };
+  static constexpr int kRows = 4;
 
   int pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
   bool chance(int percent) { return pick(100) < percent; }
@@ -56,14 +60,28 @@ class Generator {
     }
     return out;
   }
-  std::vector<Buffer> buffers_of(DataType t) {
+  std::vector<Buffer> buffers_of(DataType t, bool grids = false) {
     std::vector<Buffer> out;
     for (const Scope& s : scopes_) {
-      for (const Buffer& b : s.buffers) {
+      for (const Buffer& b : grids ? s.grids : s.buffers) {
         if (b->dtype == t) out.push_back(b);
       }
     }
     return out;
+  }
+  // An expression made earlier in a scope that is still open (its variables are visible).
+  std::vector<Expr> repeats_of(DataType t) {
+    std::vector<Expr> out;
+    for (const Scope& s : scopes_) {
+      for (const Expr& e : s.exprs) {
+        if (e.dtype() == t) out.push_back(e);
+      }
+    }
+    return out;
+  }
+  // Indices of a 2-D view: a row and a column, each reduced into range.
+  std::vector<Expr> grid_indices(int depth) {
+    return {bounded(depth, kRows), bounded(depth, kExtent / kRows)};
   }
   template <typename T>
   const T& one_of(const std::vector<T>& items) {
@@ -88,6 +106,10 @@ class Generator {
   Expr load(DataType t, int depth) {
     std::vector<Buffer> bufs = buffers_of(t.element_of());
     if (bufs.empty()) return literal(t.element_of());
+    if (t.lanes() == 1 && chance(20)) {
+      std::vector<Buffer> grids = buffers_of(t, true);
+      if (!grids.empty()) return BufferLoad::make(one_of(grids), grid_indices(depth));
+    }
     const Buffer& b = one_of(bufs);
     if (t.lanes() == 1) return BufferLoad::make(b, {bounded(depth, kExtent)});
     Expr base = bounded(depth, kExtent - kLanes + 1);
@@ -109,6 +131,22 @@ class Generator {
   // An expression of dtype `t` (int32 or float32, scalar or kLanes lanes). `in_sum`: the
   // expression is an operand of a float Add/Sub, which must not be a Mul without float_mul_add.
   Expr expr(DataType t, int depth, bool in_sum = false) {
+    // Scalars repeat earlier expressions now and then (CSE shares them); a float product is
+    // not repeated into a sum, where it would contract without float_mul_add.
+    if (t.lanes() == 1 && depth > 0) {
+      std::vector<Expr> seen = repeats_of(t);
+      if (!seen.empty() && chance(12)) {
+        const Expr& e = one_of(seen);
+        if (!(in_sum && !f_.float_mul_add && e.as<Mul>() != nullptr)) return e;
+      }
+      Expr e = expr_fresh(t, depth, in_sum);
+      if (chance(30)) scopes_.back().exprs.push_back(e);
+      return e;
+    }
+    return expr_fresh(t, depth, in_sum);
+  }
+
+  Expr expr_fresh(DataType t, int depth, bool in_sum) {
     const bool vec = t.lanes() > 1;
     DataType elem = t.element_of();
     if (depth <= 0 || chance(25)) {
@@ -213,8 +251,17 @@ class Generator {
 
   Stmt store(int depth) {
     DataType elem = chance(50) ? kI32 : kF32;
+    std::vector<Buffer> grids = buffers_of(elem, true);
+    if (!grids.empty() && chance(20)) {
+      return BufferStore::make(one_of(grids), expr(elem, depth), grid_indices(depth));
+    }
     std::vector<Buffer> bufs = buffers_of(elem);
     const Buffer& b = one_of(bufs);
+    if (chance(10)) {  // a store overwritten by the next one (RemoveNoOp's work when no read)
+      Expr index = bounded(depth, kExtent);
+      return SeqStmt::make({BufferStore::make(b, expr(elem, depth), {index}),
+                            BufferStore::make(b, expr(elem, depth), {index})});
+    }
     if (f_.vectors && chance(25)) {
       DataType vt = elem.with_lanes(kLanes);
       Expr base = bounded(depth, kExtent - kLanes + 1);
@@ -243,6 +290,13 @@ class Generator {
         if (!f_.views) return store(depth);
         const Buffer& target = one_of(scopes_.front().buffers);
         Var p = Var::make_pointer(fresh("p"), target->dtype, "global");
+        if (chance(40)) {  // a 2-D view: FlattenBuffer's work
+          Buffer grid =
+              Buffer::make(p, target->dtype, {make_const(kRows), make_const(kExtent / kRows)}, {},
+                           Expr(), fresh("W"), 64, 1);
+          scopes_.back().grids.push_back(grid);
+          return SeqStmt::make({Bind::make(p, target->data), DeclBuffer::make(grid)});
+        }
         Buffer view =
             Buffer::make(p, target->dtype, {make_const(kExtent)}, {}, Expr(), fresh("V"), 64, 1);
         scopes_.back().buffers.push_back(view);
@@ -251,6 +305,14 @@ class Generator {
       case 6:
       case 7: {
         Expr c = cond(depth - 1, 1);
+        std::vector<Var> loops;
+        for (const Scope& s : scopes_)
+          loops.insert(loops.end(), s.loop_vars.begin(), s.loop_vars.end());
+        if (!loops.empty() && chance(40)) {  // a guard on a loop variable (provable or not)
+          Expr index =
+              Add::make(Mul::make(one_of(loops), make_const(1 + pick(4))), make_const(pick(3)));
+          c = LT::make(index, make_const(1 + pick(12)));
+        }
         Stmt then_case = block(depth - 1, 1 + pick(3));
         Stmt else_case = chance(50) ? block(depth - 1, 1 + pick(2)) : Stmt();
         return IfThenElse::make(c, then_case, else_case);
@@ -259,6 +321,7 @@ class Generator {
         Var i = Var::make(fresh("i"), kI32);
         scopes_.emplace_back();
         scopes_.back().vars.push_back(i);
+        scopes_.back().loop_vars.push_back(i);
         Stmt body = block_in_scope(depth - 1, 1 + pick(3));
         scopes_.pop_back();
         return For::make(i, make_const(0), make_const(1 + pick(4)), ForKind::kSerial, body);

@@ -2,13 +2,15 @@
 //
 // Every program has one signature, so inputs are easy to make and compare:
 //   main(I: int32[16], J: int32[16], F: float32[16], G: float32[16], n: int32, x: float32)
-// and a body of stores, Binds, ifs, serial loops and views that alias the parameters (a Bind of
-// X.data and a buffer declared on it), over int and float arithmetic, floor and trunc division,
+// and a body of stores (some overwritten by the next), Binds, ifs (some guarding on a loop
+// variable), serial loops and views that alias the parameters (a Bind of X.data and a buffer
+// declared on it, 1-D or 2-D), over int and float arithmetic, floor and trunc division,
 // min/max, casts, selects, if_then_else, comparisons and logic, exact math builtins, and
-// 4-lane vectors (Ramp/Broadcast). Indices are reduced modulo the extent, so every access is in
-// bounds. What the program computes depends on the rules of docs/semantics.md (division by
-// zero, NaN in min/max, float-to-int saturation, no contraction); Features can leave a family
-// out, to tell a failure's cause apart.
+// 4-lane vectors (Ramp/Broadcast); scalar expressions repeat now and then. So the cleanup passes
+// (FlattenBuffer, Simplify, CommonSubexprElim, RemoveNoOp) get work. Indices are reduced modulo
+// the extent, so every access is in bounds. What the program computes depends on the rules of
+// docs/semantics.md (division by zero, NaN in min/max, float-to-int saturation, no
+// contraction); Features can leave a family out, to tell a failure's cause apart.
 #pragma once
 
 #include <cstdint>
