@@ -283,7 +283,8 @@ std::optional<bool> AnalyzerImpl::by_cases(const std::function<std::optional<boo
     std::optional<bool> common;
     bool agree = true;
     for (const Expr& d : cases) {
-      const auto* known = simplify(d).as<IntImm>();
+      Expr decided = simplify(d);  // kept alive: `known` points into it
+      const auto* known = decided.as<IntImm>();
       if (known != nullptr && known->value == 0) continue;  // this case cannot happen here
       push_scope();
       assume(d);
