@@ -401,6 +401,18 @@ struct SignatureArgs {
   }
 };
 
+// The variant a call with `signature` selects, compiled (or loaded) now if it is not in memory;
+// the signature is checked like a call's arguments. Counted like a prewarm, not as a hit.
+std::shared_ptr<Variant> variant_for_signature(const std::shared_ptr<Kernel::State>& state,
+                                               const Signature& signature) {
+  SignatureArgs call(*state, signature);
+  std::span<const Arg> args(call.args);
+  jit::check_arguments(*state, args);
+  KeyBuffer key;
+  bool dynamic = jit::build_call_key(*state, args, &key);
+  return find_variant(state, args, key, dynamic, /*count_hit=*/false);
+}
+
 }  // namespace
 
 void Kernel::prewarm(const std::vector<Signature>& signatures) const {
@@ -428,12 +440,7 @@ std::future<void> Kernel::compile_async(Signature signature) const {
   PRIMJIT_USER_CHECK(state_ != nullptr) << "compile_async of an empty Kernel (use Jit::kernel)";
   std::shared_ptr<State> state = state_;
   return std::async(std::launch::async, [state, signature = std::move(signature)] {
-    SignatureArgs call(*state, signature);
-    std::span<const Arg> args(call.args);
-    jit::check_arguments(*state, args);
-    KeyBuffer key;
-    bool dynamic = jit::build_call_key(*state, args, &key);
-    find_variant(state, args, key, dynamic, /*count_hit=*/false);
+    variant_for_signature(state, signature);
   });
 }
 
@@ -463,12 +470,7 @@ struct CompiledVariant::State {
 
 CompiledVariant Kernel::compiled(const Signature& signature) const {
   PRIMJIT_USER_CHECK(state_ != nullptr) << "compiled of an empty Kernel (use Jit::kernel)";
-  SignatureArgs call(*state_, signature);
-  std::span<const Arg> args(call.args);
-  jit::check_arguments(*state_, args);
-  KeyBuffer key;
-  bool dynamic = jit::build_call_key(*state_, args, &key);
-  std::shared_ptr<Variant> v = find_variant(state_, args, key, dynamic, /*count_hit=*/false);
+  std::shared_ptr<Variant> v = variant_for_signature(state_, signature);
   return CompiledVariant(
       std::make_shared<const CompiledVariant::State>(CompiledVariant::State{state_, std::move(v)}));
 }
@@ -476,6 +478,11 @@ CompiledVariant Kernel::compiled(const Signature& signature) const {
 PJValue CompiledVariant::call(std::span<const Arg> args) const {
   PRIMJIT_USER_CHECK(state_ != nullptr)
       << "call of an empty CompiledVariant (use Kernel::compiled)";
+  // Checked as Kernel::call checks a call before it compiles (types, ranks, devices, overlap
+  // and alignment); the variant's own entry checks the shapes it was specialized for.
+  const Kernel::State& k = *state_->kernel;
+  jit::check_arguments(k, args);
+  jit::check_argument_memory(k.memory, k.name, k.params, args, k.target);
   return jit::run_variant(*state_->variant, args);
 }
 

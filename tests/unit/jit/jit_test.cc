@@ -459,6 +459,13 @@ TEST(Jit, CompiledVariantRunsTheKernelsCodeAndOutlivesItsCache) {
     Pair p16(16);
     Arg wrong[] = {p16.a, p16.b, 1.0f};
     EXPECT_ERROR_CONTAINS(v.call(wrong), "A.shape[0]");
+    // And it is checked as a Kernel call is: overlapping tensors and wrong types are refused
+    // before the code runs.
+    Arg same[] = {p.a, p.a, 1.0f};
+    EXPECT_ERROR_CONTAINS(v.call(same), "overlap in memory");
+    Arg scalar_for_tensor[] = {1.0f, p.b, 1.0f};
+    EXPECT_ERROR_CONTAINS(v.call(scalar_for_tensor), "expected a tensor");
+    p.expect_scaled(5.0f);  // untouched by the refused calls
   }
   Pair p(8);
   Arg args[] = {p.a, p.b, 6.0f};
