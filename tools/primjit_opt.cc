@@ -322,6 +322,13 @@ int check_expected(const std::string& text, const Options& options) {
   if (options.check_semantics) {
     std::cout << "semantics: " << semantics.checked << " cases run before and after the passes, "
               << semantics.skipped << " skipped (the interpreter cannot run them)\n";
+    if (semantics.checked == 0 && !sections.empty()) {
+      // A golden registered for semantic checks whose every case skips would check only text.
+      ++failed;
+      std::cout << "FAIL: --check-semantics ran no case in the interpreter (each needs inputs "
+                   "it can generate and no unknown extern call); remove the flag or add a case "
+                   "that runs\n";
+    }
   }
   std::cout << passed << " passed, " << failed << " failed\n";
   return failed == 0 && passed > 0 ? 0 : 1;
