@@ -91,6 +91,7 @@ class UseCounter : public StmtExprVisitor {
   void visit(const Bind* op) override { visit_expr(op->value); }
   void visit(const AttrStmt* op) override {
     if (const auto* buffer = op->node.as<BufferNode>()) ++buffer_uses[buffer];
+    if (const auto* var = op->node.as<VarNode>()) ++uses[var];  // e.g. storage_alignment
     StmtExprVisitor::visit(op);
   }
   void visit_buffer_use(const Buffer& buffer) override {
