@@ -120,8 +120,10 @@ void Numbering::walk_scope_body(const Stmt& s) {
   then_begin_ = else_begin_ = -1;
   walk_stmt(s);
   span.occ_end = static_cast<int>(occs.size());
-  span.then_begin = then_begin_;
-  span.else_begin = else_begin_;
+  if (s.as<IfThenElse>() != nullptr) {  // a loop whose body ends in an If leaves them set too
+    span.then_begin = then_begin_;
+    span.else_begin = else_begin_;
+  }
   scopes[current_].stmts.push_back(span);
 }
 
