@@ -75,6 +75,9 @@ i128 wrap_signed(i128 v, int bits);
 i128 int_value(const IntImm* imm);
 /// The two operands of any binary node; {nullptr, nullptr} for any other node.
 std::pair<const Expr*, const Expr*> operands(const Expr& e);
+/// Appends to `out` the operands of the nest of binary operations of kind `k` at the top of
+/// `e`, left to right (`e` itself when it is not of that kind): min(min(a, b), c) -> a, b, c.
+void flatten(NodeKind k, const Expr& e, std::vector<Expr>* out);
 /// The literal of dtype `t` (scalar int/uint/bool, or a vector: a Broadcast) holding `v`
 /// reduced modulo 2^bits.
 Expr make_int(DataType t, i128 v);

@@ -10,17 +10,6 @@
 namespace primjit::arith::detail {
 namespace {
 
-// Appends the operands of the nest of And (or Or) nodes at the top of `e`, left to right.
-void flatten_logical(NodeKind k, const Expr& e, std::vector<Expr>* out) {
-  if (e.kind() != k) {
-    out->push_back(e);
-    return;
-  }
-  auto [a, b] = operands(e);
-  flatten_logical(k, *a, out);
-  flatten_logical(k, *b, out);
-}
-
 bool is_compare(NodeKind k) {
   return k == NodeKind::kEQ || k == NodeKind::kNE || k == NodeKind::kLT || k == NodeKind::kLE ||
          k == NodeKind::kGT || k == NodeKind::kGE;
@@ -173,7 +162,7 @@ void AnalyzerImpl::assume(const Expr& cond) {
     }
     case NodeKind::kOr: {
       std::vector<Expr> cases;
-      flatten_logical(NodeKind::kOr, cond, &cases);
+      flatten(NodeKind::kOr, cond, &cases);
       add_disjunction(std::move(cases));
       return;
     }
@@ -198,7 +187,7 @@ void AnalyzerImpl::assume(const Expr& cond) {
       } else if (x.as<And>() != nullptr) {
         // not (a and b): a fails or b fails.
         std::vector<Expr> conjuncts;
-        flatten_logical(NodeKind::kAnd, x, &conjuncts);
+        flatten(NodeKind::kAnd, x, &conjuncts);
         std::vector<Expr> cases;
         for (const Expr& c : conjuncts) cases.push_back(Not::make(c));
         add_disjunction(std::move(cases));

@@ -95,10 +95,6 @@ std::optional<bool> fold_compare(NodeKind k, T x, T y) {
 /// The binary node of kind `k` (arithmetic, Min/Max, comparison, And/Or) over `a` and `b`.
 Expr make_binary(NodeKind k, Expr a, Expr b);
 
-/// Appends to `out` the operands of the nest of binary operations of kind `k` at the top of
-/// `e`, left to right (`e` itself when it is not of that kind): min(min(a, b), c) -> a, b, c.
-void flatten(NodeKind k, const Expr& e, std::vector<Expr>* out);
-
 // Integer constant folding; nullopt for division by zero.
 std::optional<i128> fold_int(NodeKind k, DataType t, i128 x, i128 y);
 
