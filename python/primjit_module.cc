@@ -51,11 +51,12 @@ DLTensor* capsule_tensor(const py::handle& capsule, size_t index) {
   void* pointer = PyCapsule_GetPointer(capsule.ptr(), "dltensor");
   if (pointer == nullptr) {
     PyErr_Clear();
-    throw py::value_error(
-        "argument #" + std::to_string(index) +
-        ": a DLPack capsule that was already consumed (named \"" +
-        std::string(PyCapsule_GetName(capsule.ptr()) ? PyCapsule_GetName(capsule.ptr()) : "") +
-        "\"); pass the array itself, or a fresh x.__dlpack__()");
+    const char* name = PyCapsule_GetName(capsule.ptr());
+    PyErr_Clear();
+    throw py::value_error("argument #" + std::to_string(index) + ": a DLPack capsule named \"" +
+                          std::string(name != nullptr ? name : "") +
+                          "\", not \"dltensor\" (already consumed?); pass the array itself, or "
+                          "a fresh x.__dlpack__()");
   }
   return &static_cast<DLManagedTensor*>(pointer)->dl_tensor;
 }

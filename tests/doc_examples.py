@@ -10,7 +10,8 @@ Fenced blocks of a markdown file, by their info string:
   line is `# check-semantics`).
 - ```sh: command lines; tests/readme_commands.py runs the ones that call a primjit tool.
 `check` also requires every PRIMJIT_* environment variable named in its "## Environment
-variables" section to appear, quoted, in the library's or the tools' sources, so that the guide cannot document a variable nobody reads.
+variables" section to appear, quoted, in the library's or the tools' sources, so that the guide
+cannot document a variable nobody reads.
 
 usage: doc_examples.py extract MARKDOWN OUT_DIR NAME   (prints the example names, one a line)
        doc_examples.py run EXE [EXPECTED]
@@ -93,8 +94,8 @@ def check(markdown, bin_dir, source_dir):
             command += ["--pipeline=default", "--check-semantics"]
         result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
         if result.returncode != 0:
-            raise SystemExit(f"{markdown}: ```tir block {modules} fails `{' '.join(command[:1])} "
-                             f"FILE {' '.join(command[2:])}`:\n{result.stdout}{result.stderr}\n{body}")
+            raise SystemExit(f"{markdown}: ```tir block {modules} fails `{command[0]} FILE "
+                             f"{' '.join(command[2:])}`:\n{result.stdout}{result.stderr}\n{body}")
     if modules == 0:
         raise SystemExit(f"{markdown} has no ```tir block: is the parser stale?")
 

@@ -31,7 +31,7 @@ def main():
     module_dir, test_dir = sys.argv[1:3]
     built = glob.glob(os.path.join(module_dir, "primjit.cpython-*.so"))
     if not built:
-        raise SystemExit(f"no primjit.cpython-*.so in {module_dir}: build the primjit_python target")
+        raise SystemExit(f"no primjit.cpython-*.so in {module_dir}: build target primjit_python")
     tag = re.search(r"cpython-(\d)(\d+)", os.path.basename(built[0]))
     version = f"{tag.group(1)}.{tag.group(2)}"
     probe = ("import sys, numpy; "
