@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Runs the command lines the README documents, so that none of them rots.
+"""Runs the command lines the README (or another page, docs/guide.md) documents, so that none
+of them rots.
 
 - Every command in a ```sh block that calls a primjit tool (build/default/bin/primjit-*) runs
   as written, with the build's bin directory, and must exit 0.
 - Every inline `primjit-opt FILE ...` runs with FILE replaced by a sample module.
 - Every --flag the README mentions next to a tool (in its code spans and blocks, and the
-  flags of the "IR text format" section for primjit-opt) appears in that tool's --help.
+  flags of the README's "IR text format" section for primjit-opt) appears in that tool's --help.
 
 usage: readme_commands.py README BIN_DIR SOURCE_DIR
 """
@@ -62,9 +63,10 @@ def main():
         for tool in TOOLS:
             if tool in span:
                 documented[tool] |= set(re.findall(r"(--[a-z][a-z-]*)", span))
-    section = text[text.index("## IR text format"):]
-    section = section[:section.index("\n## ", 4)]
-    documented["primjit-opt"] |= set(re.findall(r"`(--[a-z][a-z-]*)", section))
+    if "## IR text format" in text:  # the README's section lists primjit-opt's flags
+        section = text[text.index("## IR text format"):]
+        section = section[:section.index("\n## ", 4)]
+        documented["primjit-opt"] |= set(re.findall(r"`(--[a-z][a-z-]*)", section))
     missing = [(t, f) for t in TOOLS for f in sorted(documented[t]) if f not in helps[t]]
     if missing:
         raise SystemExit("documented but not in --help: " +
@@ -72,7 +74,7 @@ def main():
     checked += sum(len(v) for v in documented.values())
     if checked < 8:
         raise SystemExit(f"only {checked} README commands and flags found: is the parser stale?")
-    print(f"README: {checked} commands and flags checked")
+    print(f"{os.path.basename(readme)}: {checked} commands and flags checked")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ packages=(
   cmake ninja-build g++ ccache python3 binutils file
   llvm-19-dev llvm-19-tools libzstd-dev
   libtbb-dev libdlpack-dev libgtest-dev libgmock-dev libbenchmark-dev
-  clang-format libsodium-dev libhiredis-dev redis-server
+  clang-format libsodium-dev libhiredis-dev redis-server doxygen
+  pybind11-dev python3-dev python3-numpy
 )
 
 missing=()

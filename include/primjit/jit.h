@@ -72,7 +72,7 @@ struct KernelOptions {
   /// different streams get their own variants.
   void* cuda_stream = nullptr;
   /// The most iterations a T.unroll loop is unrolled for (LLVM's full-unroll hint, CUDA's
-  /// #pragma unroll); longer loops stay loops (see passes::kDefaultMaxUnroll).
+  /// `#pragma unroll`); longer loops stay loops (see passes::kDefaultMaxUnroll).
   int64_t max_unroll = passes::kDefaultMaxUnroll;
 };
 
