@@ -13,6 +13,7 @@
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
 #include "primjit/tensor.h"
+#include "tests/unit/jit/jit_test_util.h"
 #include "tests/unit/test_util.h"
 
 namespace primjit {
@@ -257,6 +258,64 @@ TEST(StridedTensors, SharedElementsSearch) {
   View a = view(4, 4, 8, 1, 0), b = view(4, 4, 8, 1, 4);
   b.dl.dtype = {kDLFloat, 64, 1};
   EXPECT_TRUE(share(a, b));
+}
+
+// On the GPU: every other row, a transpose and a slice at a 64-byte offset of one device
+// matrix, against the reference; an offset the code's vector loads cannot take is refused.
+TEST(StridedTensors, CudaViewsMatchTheReference) {
+  if (!test::have_gpu()) GTEST_SKIP() << "no CUDA driver or device";
+  PrimFunc f = parse(R"(
+@T.prim_func
+def affine_cuda(a: T.handle, b: T.handle):
+    T.func_attr({"target": T.target("cuda", arch="sm_90", host="llvm")})
+    m = T.int32()
+    A = T.match_buffer(a, (m, 32), "float32")
+    B = T.match_buffer(b, (m, 32), "float32")
+    bx = T.launch_thread("blockIdx.x", m)
+    tx = T.launch_thread("threadIdx.x", 32)
+    B[bx, tx] = A[bx, tx] * T.float32(2) + T.float32(1)
+)")
+                   ->lookup("affine_cuda");
+  Tensor host = Tensor::zeros({64, 64}, DataType::Float(32));
+  std::iota(host.data<float>(), host.data<float>() + 64 * 64, 0.0f);
+  Tensor x = host.to(test::kGpu);
+  for (Policy policy : {Policy::kExact, Policy::kDynamic}) {
+    Jit jit;
+    Kernel k = jit.kernel(f, {.target = Target::cuda(), .policy = policy});
+    struct Layout {
+      const char* what;
+      int64_t strides[2];
+      int64_t offset;
+    };
+    for (const Layout& l : {Layout{"every other row", {128, 1}, 0}, Layout{"transpose", {1, 64}, 0},
+                            Layout{"slice at 64 bytes", {64, 1}, 16}}) {
+      int64_t shape[2] = {32, 32};
+      int64_t strides[2] = {l.strides[0], l.strides[1]};
+      DLTensor a{x.dl()->data,
+                 test::kGpu,
+                 2,
+                 {kDLFloat, 32, 1},
+                 shape,
+                 strides,
+                 static_cast<uint64_t>(l.offset * 4)};
+      Tensor out = Tensor::zeros({32, 32}, DataType::Float(32), test::kGpu);
+      k(&a, out);
+      Tensor b = out.to(test::kCpu);
+      for (int64_t i = 0; i < 32; ++i) {
+        for (int64_t j = 0; j < 32; ++j) {
+          float in = host.data<float>()[l.offset + i * strides[0] + j * strides[1]];
+          ASSERT_EQ(b.data<float>()[i * 32 + j], in * 2 + 1) << l.what << " " << i << "," << j;
+        }
+      }
+    }
+    uint64_t compiled = k.stats().misses;
+    int64_t shape[2] = {32, 32}, strides[2] = {64, 1};
+    DLTensor odd{x.dl()->data, test::kGpu, 2, {kDLFloat, 32, 1}, shape, strides, 4};
+    Tensor out = Tensor::zeros({32, 32}, DataType::Float(32), test::kGpu);
+    EXPECT_ERROR_CONTAINS(k(&odd, out), "argument #0 ('A') of 'affine_cuda': its data");
+    EXPECT_ERROR_CONTAINS(k(&odd, out), "is not aligned to 64 bytes");
+    EXPECT_EQ(k.stats().misses, compiled);
+  }
 }
 
 }  // namespace
