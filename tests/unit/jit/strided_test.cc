@@ -162,6 +162,28 @@ TEST(StridedTensors, TheKeyTellsCompactFromStridedCalls) {
   }
 }
 
+// Under auto, a tensor's strides follow its dimensions: compiled in while they are, symbolic
+// (the unit inner stride kept) once one of its dimensions is.
+TEST(StridedTensors, AutoMakesStridesSymbolicWithTheirTensorsDimensions) {
+  for (const Target& target : {Target::llvm(), Target::emu()}) {
+    Jit jit;
+    Kernel k = jit.kernel(affine_function(),
+                          {.target = target, .policy = Policy::kAuto, .auto_threshold = 2});
+    Store s(64 * 8);
+    uint64_t misses = 0;
+    for (int64_t rows : {2, 3, 4, 5, 6}) {
+      View a(s.in.data(), rows, 4, 8 + rows, 1, 1), b(s.out.data(), rows, 4, 4, 1, 0);
+      expect_affine(k, a, b, s.out, target.str() + " rows " + std::to_string(rows));
+      misses = k.stats().misses;
+    }
+    // Two exact variants, then m symbolic: one variant with symbolic strides for A.
+    EXPECT_EQ(misses, 3u) << target.str();
+    View other(s.in.data(), 7, 4, 30, 1, 2), b(s.out.data(), 7, 4, 4, 1, 0);
+    expect_affine(k, other, b, s.out, target.str() + " other strides");
+    EXPECT_EQ(k.stats().misses, 3u) << target.str();
+  }
+}
+
 TEST(StridedTensors, UnsupportedLayoutsAreRefusedBeforeAnyCompile) {
   for (const Case& c : all_cases()) {
     Jit jit;
