@@ -39,6 +39,13 @@ void check_layout(const Kernel::State& k, size_t i, const DLTensor& t, const std
   // The largest element offset must fit in the index dtype (the shapes' dtype).
   int64_t last = static_cast<int64_t>(t.byte_offset) / element;
   bool fits = true;
+  int64_t compact = 1;  // the compact stride, for a tensor at an offset without strides
+  for (int d = t.ndim - 1; d >= 0 && !strided; --d) {
+    int64_t span = 0;
+    fits = fits && !__builtin_mul_overflow(t.shape[d] > 0 ? t.shape[d] - 1 : 0, compact, &span) &&
+           !__builtin_add_overflow(last, span, &last) &&
+           !__builtin_mul_overflow(compact, t.shape[d], &compact);
+  }
   for (int d = 0; d < t.ndim && strided; ++d) {
     if (t.shape[d] <= 1) continue;
     PRIMJIT_USER_CHECK(t.strides[d] >= 0)

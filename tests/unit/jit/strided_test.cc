@@ -205,6 +205,14 @@ TEST(StridedTensors, UnsupportedLayoutsAreRefusedBeforeAnyCompile) {
     odd.dl.byte_offset = 6;
     EXPECT_ERROR_CONTAINS(k(&odd.dl, &out.dl),
                           "argument #0 ('A') of 'affine': byte_offset 6 is not a whole number");
+    // Elements past what the int32 index reaches (never touched: refused first).
+    View far(s.in.data(), 4, 4, 4, 1, 0);
+    far.dl.byte_offset = uint64_t{1} << 33;
+    EXPECT_ERROR_CONTAINS(k(&far.dl, &out.dl),
+                          "argument #0 ('A') of 'affine': its elements lie up to 2147483663 "
+                          "elements past its data pointer");
+    View far_rows(s.in.data(), 4, 4, int64_t{1} << 30, 1, 0);
+    EXPECT_ERROR_CONTAINS(k(&far_rows.dl, &out.dl), "more than the index dtype int32");
     EXPECT_EQ(k.stats().misses, 0u) << name(c);
     // The broadcast as the input is fine.
     View dense(s.out.data(), 4, 4, 4, 1, 20);
