@@ -14,10 +14,16 @@
 //             shape defines (first buffer that carries one wins; one narrower than int64 after
 //             an assert that the extent fits, as 2^31 does not in int32), of device id and data;
 //             then every deferred check (shapes against earlier definitions or expressions,
-//             compact strides, byte offset, device type and id, non-null data); then a
+//             strides, byte offset, device type and id, non-null data); then a
 //             DeclBuffer per buffer parameter; then `T.attr(0, "compute_scope", "<f>_compute_")`
 //             around the old body, in which `return v` stores v into *result and returns 0;
 //             then `return 0`. Every check of a DLTensor's fields comes after its null check.
+//           - a buffer without strides must be compact row-major (or have null strides); a
+//             buffer with strides binds each stride variable from the strides array (the
+//             compact strides when it is null) and checks the others (any stride is fine in a
+//             dimension of extent 1); a buffer without an element offset needs byte_offset 0,
+//             one with an element offset variable binds it to byte_offset / element size after
+//             an assert that byte_offset is a whole number of elements;
 //           - failed checks carry the signature, the argument and expected vs actual, e.g.
 //             "Mismatched B.shape[0] on argument #1 when calling:\n  `f(A: Tensor([n], float32),
 //             B: Tensor([n], float32))`,\n  expected to match A.shape[0], got 7".
@@ -32,6 +38,7 @@
 //       n: T.int32 = T.Cast("int32", A_shape[0])  ...  x: T.int32 = ...
 //       with T.attr(0, "compute_scope", "f_compute_"): <body>
 //       return 0
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <unordered_map>
@@ -351,17 +358,17 @@ class ArgumentDecoder {
       std::string path = name + ".shape[" + std::to_string(k) + "]";
       bind_dim(i, path, buffer->shape[k], BufferLoad::make(shape, {i32(k)}));
     }
-    // strides: compact row-major (or null), dimensions of extent 1 may carry any stride
+    // strides: as declared when the buffer has them, else compact row-major (or null);
+    // dimensions of extent 1 may carry any stride
     Var strides_ptr = Var::make_pointer(name + "_strides", DataType::Int(64));
     init_.push_back(
         Bind::make(strides_ptr, struct_get(DataType::Handle(), handle, 0, kPJTensorStrides)));
-    {
-      PRIMJIT_USER_CHECK(buffer->strides.empty())
-          << "MakePackedAPI: parameter buffer '" << name << "' of '" << name_
-          << "' has explicit strides; only compact (row-major) parameter buffers are supported";
-      Buffer strides =
-          Buffer::make(strides_ptr, DataType::Int(64), {i32(ndim)}, {}, Expr(), name + "_strides");
-      init_.push_back(DeclBuffer::make(strides));
+    Buffer strides =
+        Buffer::make(strides_ptr, DataType::Int(64), {i32(ndim)}, {}, Expr(), name + "_strides");
+    init_.push_back(DeclBuffer::make(strides));
+    if (!buffer->strides.empty()) {
+      bind_strides(i, buffer, shape, strides);
+    } else {
       Expr compact, expected;  // expected stride of dimension k: product of the later extents
       for (int k = ndim - 1; k >= 0; --k) {
         Expr extent = BufferLoad::make(shape, {i32(k)});
@@ -387,13 +394,33 @@ class ArgumentDecoder {
                    std::vector<Expr> values) {
       return message(what, i, expected, got, std::move(values));
     };
-    // byte offset: parameter buffers start at their data pointer
+    // byte offset: 0 unless the buffer declares an element offset, which it then gives in
+    // elements (a whole number of them)
     Expr offset = struct_get(DataType::UInt(64), handle, 0, kPJTensorByteOffset);
-    PRIMJIT_USER_CHECK(!buffer->elem_offset.defined() || as_const_int(buffer->elem_offset) == 0)
-        << "MakePackedAPI: parameter buffer '" << name << "' of '" << name_
-        << "' has an element offset; parameter buffers must start at their data pointer";
-    defer(EQ::make(offset, IntImm::make(DataType::UInt(64), 0)),
-          msg("Mismatched " + name + ".byte_offset", "0", ", got {}", {offset}));
+    const Expr& elem_offset = buffer->elem_offset;
+    if (!elem_offset.defined() || as_const_int(elem_offset) == 0) {
+      defer(EQ::make(offset, IntImm::make(DataType::UInt(64), 0)),
+            msg("Mismatched " + name + ".byte_offset", "0", ", got {}", {offset}));
+    } else {
+      const int64_t bytes = std::max(1, (buffer->dtype.bits() * buffer->dtype.lanes() + 7) / 8);
+      Expr offset64 = Cast::make(DataType::Int(64), offset);
+      init_.push_back(
+          AssertStmt::make(EQ::make(FloorMod::make(offset64, i64(bytes)), i64(0)),
+                           msg("Misaligned " + name + ".byte_offset",
+                               "a multiple of " + std::to_string(bytes) + " (the size of a " +
+                                   buffer->dtype.str() + " element)",
+                               ", got {}", {offset})));
+      Expr elements = FloorDiv::make(offset64, i64(bytes));
+      if (const auto* v = elem_offset.as<VarNode>(); v != nullptr && !defined_.count(v)) {
+        define(Var(v), elements, name + ".elem_offset");
+      } else {
+        defer([this, i, name, elem_offset, elements] {
+          return AssertStmt::make(EQ::make(elements, Cast::make(DataType::Int(64), elem_offset)),
+                                  message("Mismatched " + name + ".elem_offset", i,
+                                          top_text(elem_offset, defined_), ", got {}", {elements}));
+        });
+      }
+    }
     // device
     Expr dev_type = struct_get(DataType::Int(32), handle, 0, kPJTensorDeviceType);
     Expr dev_ok = EQ::make(dev_type, i32(device_type_));
@@ -425,6 +452,57 @@ class ArgumentDecoder {
     Expr data_ok = Not::make(is_null(buffer->data));
     defer(size.defined() ? Or::make(EQ::make(size, i64(0)), data_ok) : data_ok,
           msg(name + " data pointer is NULL", "non-NULL data pointer", "", {}));
+  }
+
+  // Declared strides: each a new variable, or checked against its definition, constant or
+  // expression (a dimension of extent 1 may carry any stride). A null strides array stands for
+  // the compact row-major strides.
+  void bind_strides(int i, const Buffer& buffer, const Buffer& shape, const Buffer& strides) {
+    const std::string& name = buffer->name;
+    const int ndim = static_cast<int>(buffer->shape.size());
+    PRIMJIT_USER_CHECK(static_cast<int>(buffer->strides.size()) == ndim)
+        << "MakePackedAPI: parameter buffer '" << name << "' of '" << name_ << "' has "
+        << buffer->strides.size() << " strides for " << ndim << " dimensions; give one per "
+        << "dimension";
+    std::vector<Expr> compact(static_cast<size_t>(ndim));
+    Expr expected;  // the product of the later extents
+    for (int k = ndim - 1; k >= 0; --k) {
+      compact[static_cast<size_t>(k)] = expected.defined() ? expected : i64(1);
+      Expr extent = BufferLoad::make(shape, {i32(k)});
+      expected = expected.defined() ? Mul::make(expected, extent) : extent;
+    }
+    for (int k = 0; k < ndim; ++k) {
+      std::string path = name + ".strides[" + std::to_string(k) + "]";
+      Expr loaded = Call::make(DataType::Int(64), Op::get("if_then_else"),
+                               {is_null(strides->data), compact[static_cast<size_t>(k)],
+                                BufferLoad::make(strides, {i32(k)})});
+      const Expr& dim = buffer->strides[static_cast<size_t>(k)];
+      if (const auto* v = dim.as<VarNode>(); v != nullptr && !defined_.count(v)) {
+        if (const int64_t max = v->dtype.max_int_value(); max < INT64_MAX) {
+          // Read once, checked, then narrowed.
+          Var wide = Var::make(name + "_strides_" + std::to_string(k), DataType::Int(64));
+          init_.push_back(Bind::make(wide, loaded));
+          loaded = wide;
+          init_.push_back(AssertStmt::make(
+              And::make(LE::make(loaded, i64(max)), GE::make(loaded, i64(-max - 1))),
+              message("Invalid " + path, i,
+                      "to fit in " + v->dtype.str() + " (" + v->name + "; declare it " +
+                          DataType::Int(64).str() + " for larger strides)",
+                      ", got {}", {loaded})));
+        }
+        define(Var(v), loaded, path);
+        continue;
+      }
+      Expr extent = BufferLoad::make(shape, {i32(k)});
+      defer([this, i, path, dim, loaded, extent] {
+        auto imm = as_const_int(dim);
+        Expr cond =
+            Or::make(EQ::make(extent, i64(1)),
+                     EQ::make(loaded, imm ? i64(*imm) : Cast::make(DataType::Int(64), dim)));
+        return AssertStmt::make(
+            cond, message("Mismatched " + path, i, top_text(dim, defined_), ", got {}", {loaded}));
+      });
+    }
   }
 
   // One dimension: defines a new variable, or checks against an earlier definition or a

@@ -30,7 +30,12 @@ HostTensor::HostTensor(DataType dtype, std::vector<int64_t> shape, int device_ty
 }
 
 HostTensor::HostTensor(const HostTensor& other)
-    : dtype_(other.dtype_), shape_(other.shape_), size_(other.size_), bytes_(other.bytes_) {
+    : dtype_(other.dtype_),
+      shape_(other.shape_),
+      strides_(other.strides_),
+      elem_offset_(other.elem_offset_),
+      size_(other.size_),
+      bytes_(other.bytes_) {
   tensor_.device = other.tensor_.device;
   init_tensor();
 }
@@ -39,6 +44,8 @@ HostTensor& HostTensor::operator=(const HostTensor& other) {
   if (this == &other) return *this;
   dtype_ = other.dtype_;
   shape_ = other.shape_;
+  strides_ = other.strides_;
+  elem_offset_ = other.elem_offset_;
   size_ = other.size_;
   bytes_ = other.bytes_;
   tensor_.device = other.tensor_.device;
@@ -53,8 +60,26 @@ void HostTensor::init_tensor() {
       DLDataType{static_cast<uint8_t>(dtype_.dlpack_code()), static_cast<uint8_t>(dtype_.bits()),
                  static_cast<uint16_t>(dtype_.lanes())};
   tensor_.shape = shape_.data();
-  tensor_.strides = nullptr;
-  tensor_.byte_offset = 0;
+  tensor_.strides = strides_.empty() ? nullptr : strides_.data();
+  const int64_t lane_bytes = std::max(1, dtype_.bits() / 8);
+  tensor_.byte_offset = static_cast<uint64_t>(elem_offset_ * lane_bytes * dtype_.lanes());
+}
+
+void HostTensor::set_layout(std::vector<int64_t> strides, int64_t elem_offset) {
+  PRIMJIT_ICHECK(strides.size() == shape_.size() && elem_offset >= 0);
+  int64_t elements = elem_offset + 1;  // one past the last element
+  bool empty = false;
+  for (size_t d = 0; d < shape_.size(); ++d) {
+    PRIMJIT_ICHECK(strides[d] >= 0);
+    empty = empty || shape_[d] == 0;
+    elements += shape_[d] > 0 ? (shape_[d] - 1) * strides[d] : 0;
+  }
+  strides_ = std::move(strides);
+  elem_offset_ = elem_offset;
+  size_ = (empty ? elem_offset : elements) * dtype_.lanes();
+  const int64_t lane_bytes = std::max(1, dtype_.bits() / 8);
+  bytes_.assign(static_cast<size_t>(std::max<int64_t>(1, size_ * lane_bytes)), 0);
+  init_tensor();
 }
 
 double HostTensor::get(int64_t i) const {
@@ -86,6 +111,9 @@ void HostTensor::fill_random(uint64_t seed) {
 }
 
 std::string HostTensor::index_text(int64_t i) const {
+  if (!strides_.empty() || elem_offset_ != 0) {  // a position in the storage, gaps included
+    return "storage value " + std::to_string(i);
+  }
   std::vector<int64_t> idx(shape_.size());
   int64_t rest = i / dtype_.lanes();
   for (size_t d = shape_.size(); d-- > 0;) {
@@ -209,6 +237,49 @@ std::optional<int64_t> eval_int(const Expr& e, const std::map<const VarNode*, in
 // other way than random values do.
 enum class Pattern { kRandom, kZeros, kOnes };
 
+// The strides and element offset a parameter buffer declares, as values: a variable not bound
+// yet gets a padded stride (gaps between rows and between elements, which a wrong index would
+// read or write) or an offset of 3; returns why they cannot be laid out, or "".
+std::string declared_layout(const Buffer& b, const std::vector<int64_t>& shape,
+                            std::map<const VarNode*, int64_t>* vars, HostTensor* t) {
+  const bool offset = b->elem_offset.defined() && as_const_int(b->elem_offset) != 0;
+  if (b->strides.empty() && !offset) return "";
+  auto unbound = [&](const Expr& e) {
+    const auto* v = e.as<VarNode>();
+    return v != nullptr && !vars->count(v) ? v : nullptr;
+  };
+  std::vector<int64_t> strides(shape.size());
+  int64_t span = 1;  // elements the later dimensions cover
+  for (size_t d = shape.size(); d-- > 0;) {
+    int64_t stride = span;
+    if (!b->strides.empty()) {
+      if (const VarNode* v = unbound(b->strides[d])) {
+        (*vars)[v] = span + (d + 1 == shape.size() ? 1 : 3);
+      }
+      std::optional<int64_t> value = eval_int(b->strides[d], *vars);
+      if (!value) {
+        return "the strides of buffer parameter '" + b->name + "' have no value for `" +
+               print(b->strides[d]) + "`";
+      }
+      if (*value < 0) return "buffer parameter '" + b->name + "' gets a negative stride";
+      stride = *value;
+    }
+    strides[d] = stride;
+    span = std::max(span, stride * std::max<int64_t>(1, shape[d]));
+  }
+  int64_t elem_offset = 0;
+  if (offset) {
+    if (const VarNode* v = unbound(b->elem_offset)) (*vars)[v] = 3;
+    std::optional<int64_t> value = eval_int(b->elem_offset, *vars);
+    if (!value || *value < 0) {
+      return "buffer parameter '" + b->name + "' gets no non-negative element offset";
+    }
+    elem_offset = *value;
+  }
+  t->set_layout(std::move(strides), elem_offset);
+  return "";
+}
+
 // Builds the inputs of `func`; returns why it cannot, or "".
 std::string make_inputs(const PrimFunc& func, const DifferentialOptions& options,
                         int64_t default_dim, uint64_t seed, Pattern pattern, Inputs* out) {
@@ -237,10 +308,6 @@ std::string make_inputs(const PrimFunc& func, const DifferentialOptions& options
     Buffer b = func->buffer_of(p);
     out->names.push_back(b.defined() ? b->name : p->name);
     if (b.defined()) {
-      if (!b->strides.empty()) return "buffer parameter '" + b->name + "' has explicit strides";
-      if (b->elem_offset.defined() && as_const_int(b->elem_offset) != 0) {
-        return "buffer parameter '" + b->name + "' has an element offset";
-      }
       std::vector<int64_t> shape;
       for (const Expr& e : b->shape) {
         std::optional<int64_t> d = eval_int(e, vars);
@@ -251,7 +318,10 @@ std::string make_inputs(const PrimFunc& func, const DifferentialOptions& options
         shape.push_back(*d);
       }
       out->tensor_of_param.push_back(static_cast<int>(out->tensors.size()));
-      out->tensors.emplace_back(b->dtype, std::move(shape), device);
+      out->tensors.emplace_back(b->dtype, shape, device);
+      if (std::string why = declared_layout(b, shape, &vars, &out->tensors.back()); !why.empty()) {
+        return why;
+      }
       if (pattern == Pattern::kRandom) {
         out->tensors.back().fill_random(seed + 7919 * i);
       } else {

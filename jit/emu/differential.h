@@ -51,11 +51,17 @@ class HostTensor {
   void fill_random(uint64_t seed);
   /// "[1, 2]" for the multi-index of value `i`.
   std::string index_text(int64_t i) const;
+  /// Lays the elements out with `strides` (elements, non-negative) after `elem_offset`
+  /// elements: the storage (what get, set and size see) spans them, gaps included, and the
+  /// DLTensor carries the strides and the byte offset. Contents are reset to zero.
+  void set_layout(std::vector<int64_t> strides, int64_t elem_offset);
 
  private:
   void init_tensor();
   DataType dtype_;
   std::vector<int64_t> shape_;
+  std::vector<int64_t> strides_;  // empty: compact
+  int64_t elem_offset_ = 0;
   int64_t size_ = 1;
   std::vector<uint8_t> bytes_;
   DLTensor tensor_{};

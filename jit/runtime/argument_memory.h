@@ -1,10 +1,11 @@
 // What a call's tensor arguments must satisfy in memory, checked at call time (docs/semantics.md,
 // "Arguments"): each tensor's data (data + byte_offset) is aligned as the compiled code assumes
 // (the element size for llvm and emu; the buffer's data_alignment, 64 bytes by default, for
-// cuda, whose vector loads rely on it), and two tensor arguments whose bytes overlap are refused
-// when the function may write one of them (generated code marks its pointers noalias, so the
-// call would be undefined). The cheap form (aligned(), byte_range(), overlap()) runs on every
-// cached call; check_argument_memory() makes the error that names the arguments.
+// cuda, whose vector loads rely on it), and two tensor arguments that share an element (for
+// strided views, not just their byte ranges) are refused when the function may write one of them
+// (generated code marks its pointers noalias, so the call would be undefined). The cheap form
+// (aligned(), byte_range(), overlap()) runs on every cached call; check_argument_memory() makes the
+// error that names the arguments.
 #pragma once
 
 #include <dlpack/dlpack.h>
@@ -59,6 +60,12 @@ inline ByteRange byte_range(const DLTensor& t, int64_t elements = -1) {
 inline bool overlap(const ByteRange& a, const ByteRange& b) {
   return a.begin < b.end && b.begin < a.end;
 }
+
+/// Whether two tensors whose byte ranges overlap (byte_range) may have an element in common.
+/// Strided views interleave (two column slices of one matrix, the even and the odd elements):
+/// when their elements have one size and lie on one grid, this looks for a common element
+/// exactly (a bounded search; true when the search gives up), else it answers true.
+bool may_share_elements(const DLTensor& a, const DLTensor& b);
 
 struct MemoryRule {
   /// Per parameter: the alignment in bytes of its tensor's data (0: a scalar parameter).

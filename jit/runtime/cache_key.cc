@@ -4,8 +4,55 @@
 #include <cstdint>
 
 #include "primjit/abi.h"
+#include "primjit/dlpack.h"
+#include "primjit/ir/functor.h"
 
 namespace primjit::jit {
+namespace {
+
+// Why buffer `b`'s data cannot be given strides or an element offset by changing only its
+// declaration: the body reaches the data other than through b's own loads and stores (a view
+// declared over it, its pointer passed on or its address taken), which would still assume the
+// compact layout. Empty when it can.
+class DataUseFinder : public StmtExprVisitor {
+ public:
+  explicit DataUseFinder(const Buffer& b) : b_(b) {}
+  std::string reason;
+
+  void visit_buffer_def(const Buffer& buffer) override {
+    if (buffer.same_as(b_)) {
+      for (const Expr& e : buffer->shape) visit_expr(e);
+      return;
+    }
+    if (buffer->data.same_as(b_->data) && reason.empty()) {
+      reason = "it declares buffer '" + buffer->name + "' over " + b_->name + ".data";
+    }
+    StmtExprVisitor::visit_buffer_def(buffer);
+  }
+  void visit_buffer_use(const Buffer& buffer) override {
+    if (!buffer.same_as(b_) && buffer->data.same_as(b_->data) && reason.empty()) {
+      reason = "it accesses " + b_->name + ".data through buffer '" + buffer->name + "'";
+    }
+  }
+  void visit(const VarNode* op) override {
+    if (op == b_->data.get() && reason.empty()) {
+      reason = "it uses the pointer " + b_->name + ".data itself";
+    }
+  }
+  void visit(const Call* op) override {
+    if (op->is_op("address_of") && reason.empty()) {
+      if (const auto* load = op->args[0].as<BufferLoad>(); load && load->buffer.same_as(b_)) {
+        reason = "it takes the address of an element of " + b_->name;
+      }
+    }
+    StmtExprVisitor::visit(op);
+  }
+
+ private:
+  const Buffer& b_;
+};
+
+}  // namespace
 
 std::vector<ParamInfo> param_infos(const PrimFunc& func) {
   std::vector<ParamInfo> params;
@@ -31,9 +78,31 @@ std::vector<ParamInfo> param_infos(const PrimFunc& func) {
       }
       info.dims.push_back(rule);
     }
+    if (b.defined()) {
+      info.declared_layout =
+          !b->strides.empty() || (b->elem_offset.defined() && as_const_int(b->elem_offset) != 0);
+      DataUseFinder uses(b);
+      uses.visit_stmt(func->body);
+      info.no_relayout = std::move(uses.reason);
+    }
     params.push_back(std::move(info));
   }
   return params;
+}
+
+bool is_strided(const DLTensor& t) { return t.strides != nullptr && !is_compact(t); }
+
+void push_layout(const DLTensor& t, bool symbolic, KeyBuffer* key) {
+  const bool strided = is_strided(t);
+  key->push((t.byte_offset != 0 ? kLayoutOffset : 0) | (strided ? kLayoutStrided : 0));
+  if (!strided) return;
+  for (int d = 0; d < t.ndim; ++d) {
+    if (symbolic) {
+      key->push(d == t.ndim - 1 && t.strides[d] == 1 ? 1 : kSymbolic);
+    } else {
+      key->push(t.shape[d] == 1 ? 0 : t.strides[d]);
+    }
+  }
 }
 
 void build_key(std::span<const ParamInfo> params, std::span<const Arg> args, bool dynamic,
@@ -43,12 +112,33 @@ void build_key(std::span<const ParamInfo> params, std::span<const Arg> args, boo
     const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
     key->push((int64_t{t->dtype.code} << 24) | (int64_t{t->dtype.bits} << 16) | t->dtype.lanes);
     key->push(t->ndim);
+    bool any_symbolic = dynamic;
     for (int d = 0; d < t->ndim; ++d) {
       bool sym = dynamic || symbolic.count({i, static_cast<size_t>(d)}) > 0;
+      any_symbolic = any_symbolic || sym;
       key->push(sym ? kSymbolic : t->shape[d]);
     }
+    push_layout(*t, any_symbolic, key);
   }
 }
+
+namespace {
+
+// "strides 16,1, offset", "offset" or "compact": the layout entries at `pos`.
+std::string layout_text(const std::vector<int64_t>& key, size_t pos, size_t ndim) {
+  std::string text;
+  if (key[pos] & kLayoutStrided) {
+    text = "strides ";
+    for (size_t d = 0; d < ndim && pos + 1 + d < key.size(); ++d) {
+      int64_t v = key[pos + 1 + d];
+      text += (d > 0 ? "," : "") + (v == kSymbolic ? std::string("?") : std::to_string(v));
+    }
+  }
+  if (key[pos] & kLayoutOffset) text += text.empty() ? "offset" : ", offset";
+  return text.empty() ? "compact" : text;
+}
+
+}  // namespace
 
 std::string dim_name(std::span<const ParamInfo> params, size_t param, size_t dim) {
   return params[param].name + ".shape[" + std::to_string(dim) + "]";
@@ -56,13 +146,18 @@ std::string dim_name(std::span<const ParamInfo> params, size_t param, size_t dim
 
 std::string key_args_text(std::span<const ParamInfo> params, const std::vector<int64_t>& key) {
   std::string text;
-  std::string tensor;  // the tensor being written, closed by the next one or the end
+  std::string tensor;  // the tensor being written, closed by its layout entry (or the end)
   for_each_key_entry(params, key, [&](size_t i, int d, size_t pos) {
     if (d >= 0) {
       tensor += (d > 0 ? "," : "") + (key[pos] == kSymbolic ? "?" : std::to_string(key[pos]));
       return;
     }
-    if (!tensor.empty()) text += tensor + "]";
+    if (d == kLayoutEntry) {
+      text += tensor + "]";
+      if (key[pos] != 0) text += "{" + layout_text(key, pos, params[i].dims.size()) + "}";
+      tensor.clear();
+      return;
+    }
     DataType dtype;
     int64_t code = key[pos];
     bool known =
@@ -96,6 +191,18 @@ std::string KeyHistory::reason(std::span<const ParamInfo> params, const std::vec
     return v == kSymbolic ? std::string("symbolic") : std::to_string(v);
   };
   for_each_key_entry(params, key, [&](size_t i, int d, size_t pos) {
+    if (d == kLayoutEntry) {  // the flags and the strides after them
+      size_t ndim = params[i].dims.size();
+      size_t end = std::min(key.size(), pos + 1 + ((key[pos] & kLayoutStrided) ? ndim : 0));
+      if (std::equal(key.begin() + static_cast<ptrdiff_t>(pos),
+                     key.begin() + static_cast<ptrdiff_t>(end),
+                     best->begin() + static_cast<ptrdiff_t>(pos))) {
+        return;
+      }
+      out += (out.empty() ? "" : ", ") + params[i].name +
+             " layout: " + layout_text(*best, pos, ndim) + " -> " + layout_text(key, pos, ndim);
+      return;
+    }
     if ((*best)[pos] == key[pos]) return;
     out += out.empty() ? "" : ", ";
     out += d < 0 ? params[i].name + ".dtype"

@@ -58,6 +58,21 @@ struct KeyBuffer {
   }
 };
 
+/// How a tensor argument lies in memory, as the key records it after its dimensions: one entry
+/// of these flags, then, when kLayoutStrided, one entry per dimension: the stride in elements
+/// (0 for a dimension of extent 1, whose stride does not matter), or kSymbolic, or 1 for a
+/// unit inner stride kept as a fact when the strides are symbolic (the inner loop still
+/// vectorizes). Compact row-major tensors at byte_offset 0 (the usual case) add one 0.
+inline constexpr int64_t kLayoutOffset = 1;   // byte_offset != 0: an element offset variable
+inline constexpr int64_t kLayoutStrided = 2;  // strides that are not compact row-major
+
+/// True when `t` (its shape checked) is not compact row-major.
+bool is_strided(const DLTensor& t);
+
+/// Appends the layout entries of `t` (see kLayoutOffset); strides are kSymbolic (but for a
+/// unit inner stride) when `symbolic`, else their values.
+void push_layout(const DLTensor& t, bool symbolic, KeyBuffer* key);
+
 /// What a dimension of a parameter buffer must be: a constant, the value of a shape variable
 /// (index into the call's variable values), or an expression the packed API checks.
 struct DimRule {
@@ -75,6 +90,11 @@ struct ParamInfo {
   Buffer buffer;     // undefined for scalars
   DataType dtype;    // buffer element dtype or the scalar's dtype
   std::vector<DimRule> dims;
+  // Strided or offset arguments: the variant declares the strides and element offset they
+  // need, unless the buffer declares its own (the compiled code then checks them) or
+  // `no_relayout` says why it cannot (such calls are refused before any compile).
+  bool declared_layout = false;
+  std::string no_relayout;
 };
 
 /// The parameters of `func`, numbering its shape variables (the first kMaxCheckedVars).
@@ -84,21 +104,30 @@ std::vector<ParamInfo> param_infos(const PrimFunc& func);
 using DimSet = std::set<std::pair<size_t, size_t>>;
 
 /// Appends the key of a call (`args` passed check_arguments): per tensor its dtype and ndim,
-/// then its dimensions, each as kSymbolic when `dynamic` or in `symbolic`.
+/// then its dimensions, each as kSymbolic when `dynamic` or in `symbolic`, then its layout
+/// (push_layout; strides symbolic when `dynamic` or when a dimension of the tensor is).
 void build_key(std::span<const ParamInfo> params, std::span<const Arg> args, bool dynamic,
                const DimSet& symbolic, KeyBuffer* key);
 
-/// Walks the layout build_key writes: for each tensor parameter i, f(i, -1, pos) at its dtype
-/// entry, then f(i, d, pos) for each dimension d.
+/// The key entry walk's marks for what is not a dimension.
+inline constexpr int kDtypeEntry = -1;
+inline constexpr int kLayoutEntry = -2;
+
+/// Walks the layout build_key writes: for each tensor parameter i, f(i, kDtypeEntry, pos) at
+/// its dtype entry, then f(i, d, pos) for each dimension d, then f(i, kLayoutEntry, pos) at its
+/// layout flags (the strides, if any, follow them).
 template <typename F>
 void for_each_key_entry(std::span<const ParamInfo> params, const std::vector<int64_t>& key, F&& f) {
   size_t pos = 0;
   for (size_t i = 0; i < params.size() && pos + 1 < key.size(); ++i) {
     if (!params[i].buffer.defined()) continue;
-    f(i, -1, pos);
+    f(i, kDtypeEntry, pos);
     size_t ndim = static_cast<size_t>(key[pos + 1]);
     pos += 2;
     for (size_t d = 0; d < ndim && pos < key.size(); ++d, ++pos) f(i, static_cast<int>(d), pos);
+    if (pos >= key.size()) break;
+    f(i, kLayoutEntry, pos);
+    pos += 1 + ((key[pos] & kLayoutStrided) ? ndim : 0);
   }
 }
 

@@ -1,10 +1,89 @@
 #include "jit/runtime/call_arguments.h"
 
+#include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "primjit/dlpack.h"
 #include "primjit/error.h"
 
 namespace primjit::jit {
+namespace {
+
+// A strided or offset tensor argument (its shape checked): refused, before anything compiles,
+// when the variant could not index it correctly.
+void check_layout(const Kernel::State& k, size_t i, const DLTensor& t, const std::string& where) {
+  const ParamInfo& p = k.params[i];
+  const bool strided = is_strided(t);
+  auto layout = [&] {
+    std::string text = describe(t);
+    if (strided) {
+      text += " with strides (";
+      for (int d = 0; d < t.ndim; ++d) text += (d ? ", " : "") + std::to_string(t.strides[d]);
+      text += ")";
+    }
+    if (t.byte_offset != 0) text += " at byte_offset " + std::to_string(t.byte_offset);
+    return text;
+  };
+  PRIMJIT_USER_CHECK(p.declared_layout || p.no_relayout.empty())
+      << where << " is " << (strided ? "a strided" : "an offset") << " view (" << layout()
+      << "), which '" << k.name << "' cannot index: " << p.no_relayout
+      << ", which assumes a compact tensor. Pass a compact (row-major) tensor at byte_offset 0, "
+         "e.g. a contiguous copy";
+  const int64_t element = std::max<int64_t>(1, (int64_t{t.dtype.bits} * t.dtype.lanes + 7) / 8);
+  PRIMJIT_USER_CHECK(t.byte_offset % static_cast<uint64_t>(element) == 0)
+      << where << ": byte_offset " << t.byte_offset << " is not a whole number of " << element
+      << "-byte elements (" << layout() << "); pass a view that starts at an element";
+  if (p.declared_layout) return;  // the compiled code checks the buffer's own strides
+  // The largest element offset must fit in the index dtype (the shapes' dtype).
+  int64_t last = static_cast<int64_t>(t.byte_offset) / element;
+  bool fits = true;
+  int64_t compact = 1;  // the compact stride, for a tensor at an offset without strides
+  for (int d = t.ndim - 1; d >= 0 && !strided; --d) {
+    int64_t span = 0;
+    fits = fits && !__builtin_mul_overflow(t.shape[d] > 0 ? t.shape[d] - 1 : 0, compact, &span) &&
+           !__builtin_add_overflow(last, span, &last) &&
+           !__builtin_mul_overflow(compact, t.shape[d], &compact);
+  }
+  for (int d = 0; d < t.ndim && strided; ++d) {
+    if (t.shape[d] <= 1) continue;
+    PRIMJIT_USER_CHECK(t.strides[d] >= 0)
+        << where << ": stride " << t.strides[d] << " of dimension " << d << " is negative ("
+        << layout()
+        << "); negative strides are not supported: pass a copy with positive "
+           "strides (e.g. numpy.ascontiguousarray)";
+    int64_t span = 0;
+    fits = fits && !__builtin_mul_overflow(t.shape[d] - 1, t.strides[d], &span) &&
+           !__builtin_add_overflow(last, span, &last);
+  }
+  const DataType index = p.buffer->shape.empty() ? DataType::Int(64) : p.buffer->shape[0].dtype();
+  PRIMJIT_USER_CHECK(fits && last <= index.max_int_value())
+      << where << ": its elements lie up to " << (fits ? std::to_string(last) : "beyond 2^63")
+      << " elements past its data pointer (" << layout() << "), more than the index dtype " << index
+      << " of " << p.name << "'s shape holds; declare the shape as " << DataType::Int(64)
+      << " (e.g. n = T.int64())";
+  // A written tensor whose elements share memory (a broadcast, stride 0, or overlapping
+  // dimensions) would make the compiled code's stores race or read stale values. Accepted when
+  // the dimensions nest: each stride, smallest first, passes the span of the smaller ones.
+  if (!strided || !k.memory.written[i]) return;
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, extent) of extents above 1
+  for (int d = 0; d < t.ndim; ++d) {
+    if (t.shape[d] > 1) dims.emplace_back(t.strides[d], t.shape[d]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 0;  // of the dimensions so far: the largest element offset they reach
+  for (const auto& [stride, extent] : dims) {
+    PRIMJIT_USER_CHECK(stride > span)
+        << where << ": its strides make different elements share memory (" << layout() << "), and '"
+        << k.name << "' writes " << p.name
+        << "; pass a tensor whose elements are distinct (not a broadcast or expanded view), "
+           "e.g. a contiguous copy";
+    span += (extent - 1) * stride;
+  }
+}
+
+}  // namespace
 
 void check_arguments(const Kernel::State& k, std::span<const Arg> args) {
   auto where = [&](size_t i) {
@@ -55,6 +134,7 @@ void check_arguments(const Kernel::State& k, std::span<const Arg> args) {
           << "; declare the shape as " << DataType::Int(64)
           << " (e.g. n = T.int64()) for dimensions of 2^31 or more";
     }
+    if (t->byte_offset != 0 || is_strided(*t)) check_layout(k, i, *t, where(i));
   }
   // Shapes against constants and against each other (a variable's first appearance binds it).
   int64_t values[kMaxCheckedVars];

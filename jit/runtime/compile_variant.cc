@@ -8,6 +8,8 @@
 
 #include "jit/runtime/cache_tiers.h"
 #include "jit/runtime/kernel_state.h"
+#include "primjit/error.h"
+#include "primjit/ir/functor.h"
 #include "primjit/passes.h"
 
 namespace primjit::jit {
@@ -33,6 +35,56 @@ passes::RunOptions dump_options(Kernel::State& k) {
   return options;
 }
 
+// Redirects parameter buffers to their restrided versions everywhere.
+class BufferReplacer : public StmtExprMutator {
+ public:
+  std::unordered_map<const BufferNode*, Buffer> replace;
+  Buffer mutate_buffer_def(const Buffer& buffer) override {
+    auto it = replace.find(buffer.get());
+    if (it == replace.end()) return StmtExprMutator::mutate_buffer_def(buffer);
+    remap_buffer(buffer, it->second);
+    return it->second;
+  }
+};
+
+// The parameter buffers of strided or offset arguments declare what the call's key records of
+// their layout (push_layout): strides as constants or variables (a unit inner stride stays 1,
+// so the inner loop still vectorizes), and an element offset variable; the packed API binds
+// the variables from the DLTensor. Compact arguments at byte_offset 0 keep their buffers.
+PrimFunc relayout(const Kernel::State& k, std::span<const Arg> args, bool dynamic,
+                  const DimSet& symbolic, const PrimFunc& func) {
+  BufferReplacer replacer;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ParamInfo& p = k.params[i];
+    if (!p.buffer.defined() || p.declared_layout) continue;
+    const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
+    bool symbolic_strides = dynamic;
+    for (size_t d = 0; d < p.dims.size(); ++d) symbolic_strides |= symbolic.count({i, d}) > 0;
+    KeyBuffer layout;
+    push_layout(*t, symbolic_strides, &layout);
+    const int64_t* entries = layout.data();
+    if (entries[0] == 0) continue;
+    PRIMJIT_ICHECK(p.no_relayout.empty()) << "a strided call of '" << k.name << "' was accepted";
+    const Buffer& b = p.buffer;
+    DataType index = b->shape.empty() ? DataType::Int(64) : b->shape[0].dtype();
+    std::vector<Expr> strides;
+    if (entries[0] & kLayoutStrided) {
+      for (size_t d = 0; d < b->shape.size(); ++d) {
+        int64_t v = entries[1 + d];
+        strides.push_back(v == kSymbolic
+                              ? Expr(Var::make(b->name + "_stride" + std::to_string(d), index))
+                              : IntImm::make(index, v));
+      }
+    }
+    Expr elem_offset = b->elem_offset;
+    if (entries[0] & kLayoutOffset) elem_offset = Var::make(b->name + "_elem_offset", index);
+    replacer.replace.emplace(
+        b.get(), Buffer::make(b->data, b->dtype, b->shape, std::move(strides), elem_offset, b->name,
+                              b->data_alignment, b->offset_factor));
+  }
+  return replacer.replace.empty() ? func : replacer.mutate_function(func);
+}
+
 }  // namespace
 
 void bind_kernels(Variant& v) {
@@ -50,7 +102,7 @@ DeviceOptions device_options(const Kernel::State& k) {
 
 IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool dynamic,
                        const DimSet& symbolic, const passes::RunOptions& run) {
-  PrimFunc func = k.func;
+  PrimFunc func = relayout(k, args, dynamic, symbolic, k.func);
   if (!dynamic) {
     std::unordered_map<const VarNode*, Expr> values;
     for (size_t i = 0; i < args.size(); ++i) {

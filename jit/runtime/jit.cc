@@ -123,7 +123,7 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
       fp.device = target->kind == "cuda" ? kDLCUDA : kDLCPU;
       fp.align_mask = state->memory.align[state->fast.size()] - 1;
       fp.element_bytes = static_cast<uint32_t>((p.dtype.bits() * p.dtype.lanes() + 7) / 8);
-      key_size += 2 + p.buffer->shape.size();
+      key_size += 3 + p.buffer->shape.size();
       dims += p.buffer->shape.size();
     }
     state->fast.push_back(fp);
@@ -200,10 +200,21 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
         }
       }
     }
+    // Compact at byte_offset 0 (layout entry 0); strided and offset views take the full
+    // checks, which their layout needs (negative or overlapping strides, index range).
+    if (t->byte_offset != 0) return false;
+    if (t->strides != nullptr) {
+      int64_t expected = 1;
+      for (int d = p.ndim - 1; d >= 0; --d) {
+        if (t->shape[d] != 1 && t->strides[d] != expected) return false;
+        expected *= t->shape[d];
+      }
+    }
+    key->push_inline(0);
     if (disjoint) {
       begin[i] = jit::data_address(*t);
       end[i] = begin[i] + static_cast<uintptr_t>(elements) * p.element_bytes;
-      if (t->strides != nullptr || elements == 0) {
+      if (elements == 0) {
         jit::ByteRange r = jit::byte_range(*t, elements);
         begin[i] = r.begin;
         end[i] = r.end;

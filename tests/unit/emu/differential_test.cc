@@ -257,6 +257,62 @@ def main(A: T.Buffer((128,), "float32"), B: T.Buffer((128,), "float32")):
       << bad->detail;
 }
 
+// A "pass" that, after FlattenBuffer, stores B's row i at i * 4 instead of i * 8: into the
+// gaps between B's rows, which only a comparison of the whole storage sees.
+passes::Pass compact_stores_to_b() {
+  return passes::Pass{"CompactStoresToB", "a deliberately wrong pass",
+                      [](const IRModule& m, const passes::PassArgs&) {
+                        class Shift : public StmtExprMutator {
+                         public:
+                          Stmt mutate(const BufferStore* op) override {
+                            if (op->buffer->name != "B" || op->indices.size() != 1) {
+                              return StmtExprMutator::mutate(op);
+                            }
+                            const Expr& index = op->indices[0];
+                            Expr row = FloorDiv::make(index, make_const(8));
+                            Expr moved = Sub::make(index, Mul::make(row, make_const(4)));
+                            return BufferStore::make(op->buffer, op->value, {moved});
+                          }
+                        };
+                        IRModule out = m;
+                        for (const auto& [gvar, func] : m->functions) {
+                          Stmt body = Shift().mutate_stmt(func->body);
+                          if (!body.same_as(func->body))
+                            out = out.with_function(gvar->name, func.with_body(body));
+                        }
+                        return out;
+                      }};
+}
+
+// Parameter buffers with strides and an element offset get inputs laid out that way (gaps
+// between rows and elements included in the comparison): the default pipeline keeps the
+// outputs, a pass that writes into the gaps is caught.
+TEST(EmuDifferential, StridedParametersAreLaidOutAsDeclared) {
+  IRModule m = parse_module(R"(
+@T.prim_func
+def main(a: T.handle, b: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int32()
+    s0 = T.int32()
+    s1 = T.int32()
+    off = T.int32()
+    A = T.match_buffer(a, (n, 4), "float32", strides=(s0, s1), elem_offset=off)
+    B = T.match_buffer(b, (n, 4), "float32", strides=(8, 1))
+    for i, j in T.grid(n, 4):
+        B[i, j] = A[i, j] + T.float32(1)
+)");
+  DifferentialReport good = check_pipeline(m, passes::default_pipeline());
+  EXPECT_TRUE(good.ok()) << good.str();
+  EXPECT_EQ(good.num_checked(), 1) << good.str();
+  DifferentialReport report =
+      check_pipeline(m, default_with(compact_stores_to_b(), "FlattenBuffer"));
+  const FunctionOutcome* bad = report.first_change();
+  ASSERT_NE(bad, nullptr) << report.str();
+  EXPECT_EQ(bad->pass, "CompactStoresToB");
+  EXPECT_NE(bad->detail.find("buffer 'B' (argument #1) element storage value"), std::string::npos)
+      << bad->detail;
+}
+
 TEST(EmuDifferential, UnrunnableFunctionsAreSkippedWithAReason) {
   IRModule m = parse_module(R"(
 @I.ir_module

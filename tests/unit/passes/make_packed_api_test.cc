@@ -93,16 +93,6 @@ class Module:
 )");
   EXPECT_ERROR_CONTAINS(make_packed_api(vector_param),
                         "parameter 'x' of 'main' has dtype float32x4");
-  IRModule strided = parse(R"(
-@I.ir_module
-class Module:
-    @T.prim_func
-    def main(a: T.handle):
-        T.func_attr({"target": T.target("llvm")})
-        A = T.match_buffer(a, (4, 4), "float32", strides=(8, 1))
-        A[0, 0] = T.float32(1)
-)");
-  EXPECT_ERROR_CONTAINS(make_packed_api(strided), "has explicit strides");
 }
 
 }  // namespace
