@@ -4,10 +4,9 @@
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
+#include "ir/dump_config.h"
 #include "passes/pass_list.h"
 #include "primjit/error.h"
 #include "primjit/ir/text.h"
@@ -75,16 +74,9 @@ std::string accepted_options(const std::vector<PassOption>& options) {
 }
 
 void dump(const std::string& dir, int index, const std::string& label, const IRModule& module) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  PRIMJIT_USER_CHECK(!ec) << "PRIMJIT_DUMP_IR: cannot create directory '" << dir
-                          << "': " << ec.message();
   char prefix[16];
   std::snprintf(prefix, sizeof(prefix), "%02d_", index);
-  std::filesystem::path path = std::filesystem::path(dir) / (prefix + label + ".tir");
-  std::ofstream out(path);
-  out << print(module);
-  PRIMJIT_USER_CHECK(out.good()) << "PRIMJIT_DUMP_IR: cannot write '" << path.string() << "'";
+  write_dump_file(dir, prefix + label + ".tir", print(module));
 }
 
 }  // namespace
@@ -215,8 +207,9 @@ IRModule run_steps(IRModule module, const std::vector<Invocation>& steps,
   bool verify_each =
       options.verify_each || (verify_env != nullptr && std::string(verify_env) == "1");
   std::string dump_dir = options.dump_dir;
-  if (const char* env = std::getenv("PRIMJIT_DUMP_IR"); dump_dir.empty() && env != nullptr) {
-    dump_dir = env;
+  if (dump_dir.empty()) {
+    DumpConfig dumps = dump_config_from_env();  // PRIMJIT_DUMP=ir or PRIMJIT_DUMP_IR
+    if (dumps.ir) dump_dir = dumps.dir;
   }
   std::ostream& out = options.print_stream != nullptr ? *options.print_stream : std::cerr;
   if (!dump_dir.empty()) dump(dump_dir, 0, "input", module);

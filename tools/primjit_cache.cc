@@ -129,7 +129,7 @@ int run(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
+      std::cout << kUsage << pj::tools::kEnvironmentHelp;
       return 0;
     } else if (a == "--version") {
       std::cout << "primjit-cache " << pj::version() << "\n";

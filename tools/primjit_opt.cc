@@ -105,7 +105,7 @@ Options parse_args(int argc, char** argv) {
     } else if (arg == "--list-passes") {
       options.list_passes = true;
     } else if (arg == "-h" || arg == "--help") {
-      std::cout << kUsage;
+      std::cout << kUsage << pj::tools::kEnvironmentHelp;
       std::exit(0);
     } else if (arg == "--version") {
       std::cout << "primjit-opt " << pj::version() << "\n";

@@ -221,7 +221,7 @@ Options parse_args(int argc, char** argv) {
     } else if (auto v = value("--bench-flops")) {
       o.bench_flops = parse_non_negative(*v, "--bench-flops");
     } else if (arg == "-h" || arg == "--help") {
-      std::cout << kUsage;
+      std::cout << kUsage << pj::tools::kEnvironmentHelp;
       std::exit(0);
     } else if (arg == "--version") {
       std::cout << "primjit-run " << pj::version() << "\n";

@@ -97,11 +97,31 @@ struct KernelStats {
   uint64_t variants = 0;     // this kernel's variants in memory (compiled or loaded)
   uint64_t evictions = 0;    // of this kernel's variants
   StageTimes compile;
-  /// Why each variant was made, in order: "first call", "A.shape[0]: 128 -> 130", ...; for a
+  /// Why each variant was made, in order: "first call", "n: 128 -> 130" (a dimension that is a
+  /// shape variable is named by it, once), "A.shape[1]: 4 -> 8" (any other), ...; for a
   /// variant loaded from the disk cache the reason ends with " (disk cache)". Only the last 256
   /// are kept (a kernel that makes variants forever keeps bounded memory).
   std::vector<std::string> reasons;
 };
+
+/// A Jit's counters over all its kernels, live and gone (Jit::stats). to_json prints them.
+struct JitStats {
+  uint64_t compiles = 0;         // variants compiled (lowering, LLVM, NVRTC), failed ones included
+  uint64_t memory_hits = 0;      // calls served by a variant in memory
+  uint64_t disk_hits = 0;        // variants loaded from the disk cache instead of compiled
+  uint64_t remote_hits = 0;      // variants loaded from the remote (Redis) cache
+  StageTimes compile;            // per stage, summed over every compile and cache load
+  uint64_t host_code_bytes = 0;  // host objects of the variants made or loaded
+  uint64_t device_code_bytes = 0;  // device images (CUBIN or PTX) of those
+};
+
+/// `stats` as one line of JSON with a fixed layout (keys in this order, times in milliseconds
+/// with three decimals):
+///   {"compiles":2,"hits":{"memory":5,"disk":1,"remote":0},
+///    "compile_ms":{"passes":..,"host_codegen":..,"device_codegen":..,"nvrtc":..,"load":..,
+///                  "disk":..,"total":..},
+///    "code_bytes":{"host":..,"device":..,"total":..}}
+std::string to_json(const JitStats& stats);
 
 /// Whether compiled variants are also kept on disk, for later processes.
 enum class DiskCacheMode {
@@ -294,6 +314,9 @@ class Jit {
   /// The target used when KernelOptions and the function name none: cuda with a driver and a
   /// device, else llvm.
   static Target default_target();
+
+  /// Counters of every kernel this Jit made, those still alive and those gone.
+  JitStats stats() const;
 
   struct State;
 

@@ -1,11 +1,8 @@
 #include "jit/cuda/device_code.h"
 
-#include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 
+#include "ir/dump_config.h"
 #include "jit/common/host_abi.h"
 #include "jit/common/launch_limits.h"
 #include "jit/cuda/codegen_cuda.h"
@@ -140,27 +137,33 @@ struct CudaModule {
   }
 };
 
-// PRIMJIT_DUMP_CUDA=DIR: every module's CUDA source goes to DIR/<first kernel>.<n>.cu.
-void dump_source(const CudaModuleSource& source) {
-  const char* dir = std::getenv("PRIMJIT_DUMP_CUDA");
-  if (dir == nullptr || *dir == 0) return;
-  static std::atomic<uint64_t> count{0};
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  std::string stem = source.kernels.empty() ? "module" : source.kernels.front().name;
-  std::filesystem::path path =
-      std::filesystem::path(dir) / (stem + "." + std::to_string(count.fetch_add(1)) + ".cu");
-  std::ofstream out(path);
-  out << source.code;
-  PRIMJIT_USER_CHECK(!ec && out.good())
-      << "PRIMJIT_DUMP_CUDA: cannot write '" << path.string() << "'";
-  PRIMJIT_LOG_INFO << "CUDA source written to " << path.string();
+// PRIMJIT_DUMP=cuda: the module's CUDA source goes to <variant dump dir>/device.cu.
+void dump_source(const CudaModuleSource& source, const DumpConfig* dumps) {
+  if (dumps == nullptr || !dumps->cuda) return;
+  write_dump_file(dumps->dir, "device.cu", source.code);
+  PRIMJIT_LOG_INFO << "CUDA source written to " << dumps->dir << "/device.cu";
+}
+
+// PRIMJIT_DUMP=ptx: NVRTC's PTX goes to <variant dump dir>/device.ptx; when the variant's
+// image is a CUBIN, the source is compiled to PTX once more, for the dump only.
+void dump_ptx(const CudaSource& source, NvrtcOptions options, const DeviceImage& image,
+              const DumpConfig* dumps) {
+  if (dumps == nullptr || !dumps->ptx) return;
+  std::string ptx = image.data;
+  if (image.kind != DeviceImage::Kind::kPtx) {
+    options.force_ptx = true;
+    ptx = nvrtc_compile(source, options).data;
+  }
+  if (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+  write_dump_file(dumps->dir, "device.ptx", ptx);
+  PRIMJIT_LOG_INFO << "PTX written to " << dumps->dir << "/device.ptx";
 }
 
 }  // namespace
 
 DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
-                                 const DeviceOptions& device_options, StageTimes* times) {
+                                 const DeviceOptions& device_options, StageTimes* times,
+                                 const DumpConfig* dumps) {
   DeviceBinary binary;
   if (!has_kernels(lowered)) return binary;
   PRIMJIT_USER_CHECK(device->kind == "cuda")
@@ -172,7 +175,7 @@ DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
   codegen_options.max_unroll = device_options.max_unroll;
   CudaModuleSource source = codegen_cuda(lowered, codegen_options);
   times->device_codegen_ms += ms_since(start);
-  dump_source(source);
+  dump_source(source, dumps);
 
   // Then the driver: without one this is the "no CUDA driver" error, before NVRTC runs.
   CudaDriver& driver = CudaDriver::get();
@@ -186,8 +189,10 @@ DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
 #ifndef NDEBUG
   options.line_info = true;  // debug builds: source lines in profilers and sanitizers
 #endif
-  DeviceImage image = nvrtc_compile({"primjit_kernels.cu", source.code}, options);
+  CudaSource cuda_source{"primjit_kernels.cu", source.code};
+  DeviceImage image = nvrtc_compile(cuda_source, options);
   times->device_compile_ms += ms_since(start);
+  dump_ptx(cuda_source, options, image, dumps);
   binary.ptx = image.kind == DeviceImage::Kind::kPtx;
   binary.arch = image.arch;
   binary.image = std::move(image.data);

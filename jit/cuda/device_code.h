@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/dump_config.h"
 #include "jit/common/host_abi.h"
 #include "primjit/ir/function.h"
 #include "primjit/ir/target.h"
@@ -42,8 +43,11 @@ struct DeviceBinary {
 
 /// Compiles the kernels (calling_conv 2) of a lowered module for `device` (cuda), adding the
 /// time of each stage to `times`. Needs a driver (the device's architecture decides the code).
+/// `dumps` (PRIMJIT_DUMP, `dir` the variant's directory), when given, says which of the CUDA
+/// source (device.cu) and PTX (device.ptx) to write.
 DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
-                                 const DeviceOptions& options, StageTimes* times);
+                                 const DeviceOptions& options, StageTimes* times,
+                                 const DumpConfig* dumps = nullptr);
 /// Loads compiled kernels on device 0 (nothing to load: an empty DeviceCode).
 std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
                                                const DeviceOptions& options, StageTimes* times);

@@ -6,6 +6,7 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -13,6 +14,7 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
+#include <llvm/Transforms/Utils/Cloning.h>
 
 #include <map>
 #include <mutex>
@@ -93,6 +95,26 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level) {
   pipeline.run(module, mam);
 }
 
+std::string module_text(const llvm::Module& module) {
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  module.print(stream, nullptr);
+  return text;
+}
+
+// The assembly `machine` emits for `module`, from a copy (code generation changes the IR).
+std::string assembly_text(const llvm::Module& module, llvm::TargetMachine& machine) {
+  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
+  llvm::SmallString<0> text;
+  llvm::raw_svector_ostream stream(text);
+  llvm::legacy::PassManager passes;
+  PRIMJIT_ICHECK(
+      !machine.addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::AssemblyFile))
+      << "the host target cannot emit assembly";
+  passes.run(*copy);
+  return std::string(text.str());
+}
+
 }  // namespace
 
 struct OrcEngine::Impl {
@@ -149,9 +171,10 @@ struct OrcEngine::Impl {
   }
 
   // Verifies, optimizes and compiles `module` to an object; its optimized IR goes to
-  // `optimized` (when not null) if the engine keeps it.
+  // `optimized` (when not null) if the engine keeps it, and the texts `dumps` asks for to it.
   std::unique_ptr<llvm::MemoryBuffer> compile(llvm::Module& module, bool user_input,
-                                              std::string* optimized) {
+                                              std::string* optimized,
+                                              CompileDumps* dumps = nullptr) {
     std::string problems;
     llvm::raw_string_ostream problem_stream(problems);
     if (llvm::verifyModule(module, &problem_stream)) {
@@ -167,7 +190,12 @@ struct OrcEngine::Impl {
     std::unique_ptr<llvm::TargetMachine> machine = borrow_machine();
     std::unique_ptr<llvm::MemoryBuffer> object;
     try {
+      if (dumps != nullptr && dumps->want_ir) dumps->ir = module_text(module);
       optimize(module, *machine, options.opt_level);
+      if (dumps != nullptr && dumps->want_optimized_ir) dumps->optimized_ir = module_text(module);
+      if (dumps != nullptr && dumps->want_assembly) {
+        dumps->assembly = assembly_text(module, *machine);
+      }
       llvm::orc::SimpleCompiler compiler(*machine);
       object = take(compiler(module), "LLVM code generation failed");
     } catch (...) {
@@ -221,13 +249,14 @@ OrcEngine::ModuleKey OrcEngine::add_module(std::unique_ptr<llvm::Module> module,
 }
 
 std::string OrcEngine::compile_object(std::unique_ptr<llvm::Module> module,
-                                      std::unique_ptr<llvm::LLVMContext> context) {
+                                      std::unique_ptr<llvm::LLVMContext> context,
+                                      CompileDumps* dumps) {
   PRIMJIT_ICHECK(module != nullptr && context != nullptr)
       << "compile_object needs a module and context";
   PRIMJIT_ICHECK(&module->getContext() == context.get()) << "module does not belong to context";
   // No optimized IR is kept: the object may be linked elsewhere (another process).
   std::unique_ptr<llvm::MemoryBuffer> object =
-      impl_->compile(*module, /*user_input=*/false, /*optimized=*/nullptr);
+      impl_->compile(*module, /*user_input=*/false, /*optimized=*/nullptr, dumps);
   return object->getBuffer().str();
 }
 

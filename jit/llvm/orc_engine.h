@@ -27,6 +27,16 @@ struct OrcOptions {
   bool keep_optimized_ir = false;
 };
 
+/// Text forms of a module that compile_object also produces on request (PRIMJIT_DUMP).
+struct CompileDumps {
+  bool want_ir = false;
+  bool want_optimized_ir = false;
+  bool want_assembly = false;
+  std::string ir;            // before LLVM's optimizer
+  std::string optimized_ir;  // after it
+  std::string assembly;      // the machine code it emits, as assembly text
+};
+
 class OrcEngine {
  public:
   using ModuleKey = uint64_t;
@@ -45,8 +55,10 @@ class OrcEngine {
   /// Verifies, optimizes and compiles a module to a relocatable object for this engine's
   /// target, without linking it (for a cache: add_object links it later, in any process whose
   /// engine has the same target_triple, cpu_name, cpu_features and opt_level).
+  /// `dumps`, when given, receives the texts it asks for.
   std::string compile_object(std::unique_ptr<llvm::Module> module,
-                             std::unique_ptr<llvm::LLVMContext> context);
+                             std::unique_ptr<llvm::LLVMContext> context,
+                             CompileDumps* dumps = nullptr);
   /// Links an object made by compile_object; `name` names it in errors.
   ModuleKey add_object(std::string_view object, std::string_view name);
 

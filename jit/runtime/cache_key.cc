@@ -190,6 +190,9 @@ std::string KeyHistory::reason(std::span<const ParamInfo> params, const std::vec
   auto text = [](int64_t v) {
     return v == kSymbolic ? std::string("symbolic") : std::to_string(v);
   };
+  // A dimension that is a shape variable is named by the variable, once however many
+  // buffers share it ("n: 128 -> 130"); any other by its buffer ("A.shape[1]: 4 -> 8").
+  std::set<const VarNode*> named;
   for_each_key_entry(params, key, [&](size_t i, int d, size_t pos) {
     if (d == kLayoutEntry) {  // the flags and the strides after them
       size_t ndim = params[i].dims.size();
@@ -204,10 +207,16 @@ std::string KeyHistory::reason(std::span<const ParamInfo> params, const std::vec
       return;
     }
     if ((*best)[pos] == key[pos]) return;
-    out += out.empty() ? "" : ", ";
-    out += d < 0 ? params[i].name + ".dtype"
-                 : dim_name(params, i, static_cast<size_t>(d)) + ": " + text((*best)[pos]) +
-                       " -> " + text(key[pos]);
+    std::string what;
+    if (d < 0) {
+      what = params[i].name + ".dtype";
+    } else {
+      const auto* var = params[i].buffer->shape[static_cast<size_t>(d)].as<VarNode>();
+      if (var != nullptr && !named.insert(var).second) return;
+      what = (var != nullptr ? var->name : dim_name(params, i, static_cast<size_t>(d))) + ": " +
+             text((*best)[pos]) + " -> " + text(key[pos]);
+    }
+    out += (out.empty() ? "" : ", ") + what;
   });
   return out.empty() ? "new signature" : out;
 }

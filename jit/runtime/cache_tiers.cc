@@ -26,6 +26,8 @@ bool load_image(Kernel::State& k, const CachedVariant& image, Variant& v, std::s
     v.host = std::make_unique<HostProgram>(k.jit->engine, image.host);
     v.entry = v.host->function(k.name);
     bind_kernels(v);
+    v.host_code_bytes = image.host.object.size();
+    v.device_code_bytes = image.device.image.size();
     return true;
   } catch (const Error& e) {
     *problem = e.what();
@@ -146,7 +148,6 @@ DiskLoad load_from_disk(Kernel::State& k, const std::string& key, Variant& v, St
     return DiskLoad::kMissing;
   }
   times->disk_ms += ms_since(start);
-  PRIMJIT_LOG_INFO << "kernel '" << k.name << "': variant loaded from the disk cache";
   return DiskLoad::kLoaded;
 }
 
@@ -171,7 +172,6 @@ bool load_from_remote(Kernel::State& k, const std::string& key, Variant& v, Stag
   }
   if (k.jit->disk != nullptr) k.jit->disk->store(key, image, &problem);
   times->disk_ms += ms_since(start);
-  PRIMJIT_LOG_INFO << "kernel '" << k.name << "': variant loaded from the remote cache";
   return true;
 }
 

@@ -1,38 +1,71 @@
 #include "jit/runtime/compile_variant.h"
 
 #include <chrono>
-#include <cstdlib>
+#include <cstdio>
 #include <exception>
 #include <thread>
 #include <unordered_map>
 
+#include "ir/dump_config.h"
 #include "jit/runtime/cache_tiers.h"
 #include "jit/runtime/kernel_state.h"
 #include "primjit/error.h"
 #include "primjit/ir/functor.h"
+#include "primjit/log.h"
 #include "primjit/passes.h"
 
 namespace primjit::jit {
 namespace {
 
-void add_times(Kernel::State& k, const StageTimes& t) {
-  std::lock_guard<std::mutex> lock(k.mutex);
-  k.times.passes_ms += t.passes_ms;
-  k.times.host_ms += t.host_ms;
-  k.times.device_codegen_ms += t.device_codegen_ms;
-  k.times.device_compile_ms += t.device_compile_ms;
-  k.times.load_ms += t.load_ms;
-  k.times.disk_ms += t.disk_ms;
+void add(StageTimes& to, const StageTimes& t) {
+  to.passes_ms += t.passes_ms;
+  to.host_ms += t.host_ms;
+  to.device_codegen_ms += t.device_codegen_ms;
+  to.device_compile_ms += t.device_compile_ms;
+  to.load_ms += t.load_ms;
+  to.disk_ms += t.disk_ms;
 }
 
-// PRIMJIT_DUMP_IR=DIR: each variant's passes go to DIR/<kernel>.vN/NN_<pass>.tir.
-passes::RunOptions dump_options(Kernel::State& k) {
-  passes::RunOptions options;
-  if (const char* dir = std::getenv("PRIMJIT_DUMP_IR"); dir != nullptr && *dir != 0) {
-    options.dump_dir =
-        std::string(dir) + "/" + k.name + ".v" + std::to_string(k.dump_count.fetch_add(1));
+// Adds a made variant's times to its kernel's and its Jit's statistics, its code to the Jit's
+// sizes, and logs it (at info) with `reason` and the time of each stage.
+void finish(Kernel::State& k, const Variant& v, Source source, std::string_view reason,
+            const StageTimes& t) {
+  {
+    std::lock_guard<std::mutex> lock(k.mutex);
+    add(k.times, t);
   }
-  return options;
+  {
+    std::lock_guard<std::mutex> lock(k.jit->stats_mutex);
+    add(k.jit->times, t);
+    k.jit->host_code_bytes += v.host_code_bytes;
+    k.jit->device_code_bytes += v.device_code_bytes;
+  }
+  if (!log_enabled(LogLevel::kInfo)) return;
+  double total =
+      t.passes_ms + t.host_ms + t.device_codegen_ms + t.device_compile_ms + t.load_ms + t.disk_ms;
+  char stages[256];
+  std::snprintf(stages, sizeof(stages),
+                "passes %.3f, host codegen %.3f, device codegen %.3f, nvrtc %.3f, load %.3f, "
+                "disk %.3f ms",
+                t.passes_ms, t.host_ms, t.device_codegen_ms, t.device_compile_ms, t.load_ms,
+                t.disk_ms);
+  char total_text[32];
+  std::snprintf(total_text, sizeof(total_text), "%.3f ms", total);
+  const char* what = source == Source::kDisk     ? "loaded a variant from the disk cache"
+                     : source == Source::kRemote ? "loaded a variant from the remote cache"
+                                                 : "compiled a variant";
+  PRIMJIT_LOG_INFO << "kernel '" << k.name << "': " << what << " (" << reason << ") in "
+                   << total_text << " [" << stages << "]";
+}
+
+// PRIMJIT_DUMP (and PRIMJIT_DUMP_IR): what to dump of this variant, with `dir` its own
+// directory, DIR/<kernel>.vN; nothing (an empty config) when nothing is dumped.
+DumpConfig variant_dumps(Kernel::State& k) {
+  DumpConfig dumps = dump_config_from_env();
+  if (dumps.any()) {
+    dumps.dir += "/" + k.name + ".v" + std::to_string(k.dump_count.fetch_add(1));
+  }
+  return dumps;
 }
 
 // Redirects parameter buffers to their restrided versions everywhere.
@@ -126,28 +159,35 @@ IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool d
 
 std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> args,
                                          std::vector<int64_t> key, bool dynamic,
-                                         const DimSet& symbolic, Source* source) {
+                                         const DimSet& symbolic, std::string_view reason,
+                                         Source* source) {
   auto variant = std::make_shared<Variant>();
   variant->key = std::move(key);
   StageTimes times;
   *source = Source::kCompiled;
-  std::string cache_key = persistent_key(k, variant->key);
+  // Dumps come from compiling: with PRIMJIT_DUMP set, the persistent tiers are left alone
+  // (neither read nor written).
+  DumpConfig dumps = variant_dumps(k);
+  if (dumps.any()) PRIMJIT_LOG_INFO << "kernel '" << k.name << "': dumping to " << dumps.dir;
+  std::string cache_key = dumps.any() ? "" : persistent_key(k, variant->key);
   DiskLoad disk =
       cache_key.empty() ? DiskLoad::kOff : load_from_disk(k, cache_key, *variant, &times);
   if (disk == DiskLoad::kLoaded) {
     *source = Source::kDisk;
-    add_times(k, times);
+    finish(k, *variant, *source, reason, times);
     return variant;
   }
   if (disk != DiskLoad::kInUse && !cache_key.empty() &&
       load_from_remote(k, cache_key, *variant, &times)) {
     *source = Source::kRemote;
-    add_times(k, times);
+    finish(k, *variant, *source, reason, times);
     return variant;
   }
 
   Clock::time_point start = Clock::now();
-  IRModule lowered = lower_variant(k, args, dynamic, symbolic, dump_options(k));
+  passes::RunOptions run;
+  if (dumps.ir) run.dump_dir = dumps.dir;
+  IRModule lowered = lower_variant(k, args, dynamic, symbolic, run);
   times.passes_ms = ms_since(start);
 
   if (k.target->kind == "emu") {
@@ -155,7 +195,7 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
     variant->interpreter = std::make_unique<emu::Interpreter>(lowered);
     variant->function = k.name;
     times.load_ms = ms_since(start);
-    add_times(k, times);
+    finish(k, *variant, *source, reason, times);
     return variant;
   }
   // Device code (NVRTC, module load) and host code (LLVM, ORC) compile at the same time. A
@@ -167,7 +207,8 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   if (k.target->is_device()) {
     device_thread = std::thread([&] {
       try {
-        image.device = compile_device_code(lowered, k.target, device_options(k), &device_times);
+        image.device = compile_device_code(lowered, k.target, device_options(k), &device_times,
+                                           dumps.any() ? &dumps : nullptr);
         variant->device = load_device_binary(image.device, device_options(k), &device_times);
       } catch (...) {
         device_error = std::current_exception();
@@ -177,10 +218,16 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   std::exception_ptr host_error;
   try {
     start = Clock::now();
-    image.host = compile_host(k.jit->engine, lowered, {k.options.max_unroll});
+    CompileDumps host_dumps{.want_ir = dumps.llvm,
+                            .want_optimized_ir = dumps.llvm_opt,
+                            .want_assembly = dumps.assembly};
+    image.host = compile_host(k.jit->engine, lowered, {k.options.max_unroll}, &host_dumps);
     variant->host = std::make_unique<HostProgram>(k.jit->engine, image.host);
     variant->entry = variant->host->function(k.name);
     times.host_ms = ms_since(start);
+    if (dumps.llvm) write_dump_file(dumps.dir, "host.ll", host_dumps.ir);
+    if (dumps.llvm_opt) write_dump_file(dumps.dir, "host.opt.ll", host_dumps.optimized_ir);
+    if (dumps.assembly) write_dump_file(dumps.dir, "host.s", host_dumps.assembly);
   } catch (...) {
     host_error = std::current_exception();
   }
@@ -191,13 +238,15 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   times.device_compile_ms = device_times.device_compile_ms;
   times.load_ms = device_times.load_ms;
   bind_kernels(*variant);
+  variant->host_code_bytes = image.host.object.size();
+  variant->device_code_bytes = image.device.image.size();
 
   if (disk == DiskLoad::kMissing || (disk == DiskLoad::kOff && !cache_key.empty())) {
     start = Clock::now();
     store_in_tiers(k, cache_key, image);
     times.disk_ms = ms_since(start);
   }
-  add_times(k, times);
+  finish(k, *variant, *source, reason, times);
   return variant;
 }
 

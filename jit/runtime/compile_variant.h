@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "jit/cuda/device_code.h"
@@ -27,10 +28,14 @@ enum class Source { kCompiled, kDisk, kRemote };
 
 /// Makes one variant: from the disk cache, else the remote one, else by lowering and compiling
 /// it (and storing it on disk and, when this machine may write, remotely). `*source` says which.
-/// Specializes on the call's shapes unless `dynamic`, leaving the `symbolic` dimensions.
+/// Specializes on the call's shapes unless `dynamic`, leaving the `symbolic` dimensions. Adds
+/// its times to the kernel's and the Jit's statistics and logs it (info) with `reason` (why it
+/// is made) and the time of each stage. With PRIMJIT_DUMP set, it is compiled (the tiers are
+/// neither read nor written) and the dumps asked for go to <dump dir>/<kernel>.vN/.
 std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> args,
                                          std::vector<int64_t> key, bool dynamic,
-                                         const DimSet& symbolic, Source* source);
+                                         const DimSet& symbolic, std::string_view reason,
+                                         Source* source);
 
 /// The module a variant compiles: the kernel's function specialized to the call's shapes
 /// (unless `dynamic`; the `symbolic` dimensions stay symbolic), through the default pipeline

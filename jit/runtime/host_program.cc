@@ -42,7 +42,7 @@ std::set<std::pair<const OrcEngine*, std::string>> g_linked;
 }  // namespace
 
 HostImage compile_host(OrcEngine& engine, const IRModule& lowered,
-                       const HostCodegenOptions& options) {
+                       const HostCodegenOptions& options, CompileDumps* dumps) {
   HostImage image;
   image.suffix = fresh_suffix();
   HostModule host = codegen_llvm(passes::lower_for_host(lowered), image.suffix, options);
@@ -50,7 +50,7 @@ HostImage compile_host(OrcEngine& engine, const IRModule& lowered,
   for (const auto& [gvar, func] : lowered->functions) {
     if (func->is_packed()) image.functions.emplace_back(gvar->name, func->global_symbol());
   }
-  image.object = engine.compile_object(std::move(host.module), std::move(host.context));
+  image.object = engine.compile_object(std::move(host.module), std::move(host.context), dumps);
   return image;
 }
 

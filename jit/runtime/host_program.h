@@ -36,9 +36,9 @@ struct HostImage {
 };
 
 /// Generates, optimizes and compiles the host functions of `lowered` (after MakePackedAPI)
-/// under a fresh symbol suffix.
+/// under a fresh symbol suffix; `dumps`, when given, receives the LLVM texts it asks for.
 HostImage compile_host(OrcEngine& engine, const IRModule& lowered,
-                       const HostCodegenOptions& options = {});
+                       const HostCodegenOptions& options = {}, CompileDumps* dumps = nullptr);
 
 class HostProgram {
  public:

@@ -131,6 +131,10 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
   state->fast_ok =
       key_size <= jit::kInlineKey && dims <= 64 && state->params.size() <= jit::kMaxFastParams;
   PRIMJIT_LOG_DEBUG << "kernel '" << name << "' for " << target.str();
+  {
+    std::lock_guard<std::mutex> lock(state_->stats_mutex);
+    state_->live_kernels.insert(state.get());
+  }
   return Kernel(std::move(state));
 }
 
@@ -292,8 +296,8 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
       // A 64-bit hash collision with another kernel or key: compile without caching.
       acc.release();
       Source source = Source::kCompiled;
-      std::shared_ptr<Variant> v =
-          jit::compile_variant(k, args, s.key, s.dynamic, s.symbolic, &source);
+      std::shared_ptr<Variant> v = jit::compile_variant(k, args, s.key, s.dynamic, s.symbolic,
+                                                        "key hash collision, not cached", &source);
       count_source(k, source);
       return v;
     }
@@ -308,11 +312,11 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
       reason = k.history.reason(k.params, s.key, hash);
       reason_index = k.history.record(k.params, s.key, hash, reason);
     }
-    PRIMJIT_LOG_INFO << "kernel '" << k.name << "': making a variant (" << reason << ")";
+    PRIMJIT_LOG_DEBUG << "kernel '" << k.name << "': making a variant (" << reason << ")";
     try {
       Source source = Source::kCompiled;
       std::shared_ptr<Variant> v =
-          jit::compile_variant(k, args, s.key, s.dynamic, s.symbolic, &source);
+          jit::compile_variant(k, args, s.key, s.dynamic, s.symbolic, reason, &source);
       v->kernel = state;
       count_source(k, source);
       if (source != Source::kCompiled) {

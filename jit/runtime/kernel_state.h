@@ -29,6 +29,13 @@ struct Jit::State {
   std::string host_key;  // what host code depends on besides the function: versions, CPU
   // Counters of kernels that are gone, for the disk cache's record of this process.
   std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, remote_hits{0}, compiles{0};
+  // For Jit::stats (guarded by stats_mutex): compile times and code sizes of every variant
+  // made, and the live kernels (whose counters are not in the ones above yet). A kernel
+  // leaves the set and adds its counters above in one step, so stats count it once.
+  std::mutex stats_mutex;
+  StageTimes times;
+  uint64_t host_code_bytes = 0, device_code_bytes = 0;
+  std::set<Kernel::State*> live_kernels;
   jit::VariantCache cache;
 
   explicit State(JitOptions o);
@@ -79,6 +86,8 @@ struct Kernel::State {
   std::string disk_prefix;  // empty: no disk cache for this kernel
 
   ~State() {
+    std::lock_guard<std::mutex> lock(jit->stats_mutex);
+    jit->live_kernels.erase(this);
     jit->memory_hits += hits + recent.fast_hits();
     jit->disk_hits += disk_hits;
     jit->remote_hits += remote_hits;

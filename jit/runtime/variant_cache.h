@@ -35,6 +35,9 @@ struct Variant {
   std::unique_ptr<HostProgram> host;
   HostEntry entry;                      // the host code's packed entry point and its kernel table
   std::weak_ptr<Kernel::State> kernel;  // the kernel that made it, for eviction statistics
+  // Sizes of its host object and device image, compiled or loaded (Jit::stats).
+  uint64_t host_code_bytes = 0;
+  uint64_t device_code_bytes = 0;
   // Its last call served by a kernel's recent variants, as 2 × the Jit's use clock + 1: after
   // the map use that set the clock (2 × clock), before the next one. Calls through the Jit's
   // map mark their Entry instead; eviction takes the later of the two.

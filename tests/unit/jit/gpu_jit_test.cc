@@ -64,15 +64,18 @@ TEST(JitCuda, WithoutADriverTheFirstCallSaysSo) {
   DLTensor a{host[0], kGpu, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
   DLTensor b{host[1], kGpu, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
   DLTensor c{host[2], kGpu, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
-  // PRIMJIT_DUMP_CUDA gets the source even so: it is generated before the driver is needed.
+  // PRIMJIT_DUMP=cuda gets the source even so: it is generated before the driver is needed.
   TempDir temp("primjit_dump_cuda_test");
   const std::filesystem::path& dir = temp.path();
-  setenv("PRIMJIT_DUMP_CUDA", dir.c_str(), 1);
+  setenv("PRIMJIT_DUMP", "cuda", 1);
+  setenv("PRIMJIT_DUMP_DIR", dir.c_str(), 1);
   EXPECT_ERROR_CONTAINS(k(&a, &b, &c), "no CUDA driver");
-  unsetenv("PRIMJIT_DUMP_CUDA");
+  unsetenv("PRIMJIT_DUMP");
+  unsetenv("PRIMJIT_DUMP_DIR");
   EXPECT_EQ(k.stats().misses, 1u);  // it tried to compile: nothing is cached
-  ASSERT_TRUE(std::filesystem::exists(dir / "vector_add_cuda_kernel.0.cu"));
-  std::ifstream in(dir / "vector_add_cuda_kernel.0.cu");
+  const std::filesystem::path source = dir / "vector_add_cuda.v0" / "device.cu";
+  ASSERT_TRUE(std::filesystem::exists(source));
+  std::ifstream in(source);
   std::string code((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(code.find("__global__ void __launch_bounds__(256) vector_add_cuda_kernel("),
             std::string::npos)

@@ -1,0 +1,372 @@
+// What a Jit tells its user: the info line of every variant (its reason, by shape variable,
+// and the time of each stage), one line per disk cache hit, PRIMJIT_DUMP's files, and
+// Jit::stats with its JSON form.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "examples/kernels.h"
+#include "primjit/ir/text.h"
+#include "primjit/jit.h"
+#include "primjit/log.h"
+#include "primjit/tensor.h"
+#include "tests/unit/jit/jit_test_util.h"
+#include "tests/unit/test_util.h"
+
+namespace primjit {
+namespace {
+
+namespace fs = std::filesystem;
+
+using test::Pair;
+using test::scale_function;
+using test::TempDir;
+
+// Collects the lines of one level while alive (and sets the level to it).
+class LogLines {
+ public:
+  explicit LogLines(LogLevel level) : saved_(log_level()) {
+    set_log_level(level);
+    set_log_sink([this, level](LogLevel l, std::string_view text) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (l == level) lines_.emplace_back(text);
+    });
+  }
+  ~LogLines() {
+    set_log_sink({});
+    set_log_level(saved_);
+  }
+  std::vector<std::string> lines() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return lines_;
+  }
+
+ private:
+  LogLevel saved_;
+  std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+// Sets environment variables while alive.
+class Env {
+ public:
+  Env(std::initializer_list<std::pair<const char*, std::string>> values) {
+    for (const auto& [name, value] : values) {
+      names_.push_back(name);
+      setenv(name, value.c_str(), 1);
+    }
+  }
+  ~Env() {
+    for (const char* name : names_) unsetenv(name);
+  }
+
+ private:
+  std::vector<const char*> names_;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// m rows of n: two shape variables, n shared by nothing else, m by both buffers.
+PrimFunc row_sum_function() {
+  return parse(R"(
+@T.prim_func
+def row_sum(a: T.handle, b: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    m = T.int32()
+    n = T.int32()
+    A = T.match_buffer(a, (m, n), "float32")
+    B = T.match_buffer(b, (m, 4), "float32")
+    for i in range(m):
+        B[i, 0] = T.float32(0)
+        for j in range(n):
+            B[i, 0] = B[i, 0] + A[i, j]
+)")
+      ->lookup("row_sum");
+}
+
+const char* const kStages =
+    R"(in [0-9]+\.[0-9]{3} ms \[passes [0-9]+\.[0-9]{3}, host codegen [0-9]+\.[0-9]{3}, )"
+    R"(device codegen 0\.000, nvrtc 0\.000, load 0\.000, disk [0-9]+\.[0-9]{3} ms\])";
+
+TEST(Observability, CompileLineGivesTheReasonByShapeVariableAndStageTimes) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(row_sum_function());
+  LogLines info(LogLevel::kInfo);
+  auto call = [&](int64_t m, int64_t n, int64_t cols) {
+    Tensor a = Tensor::zeros({m, n}, DataType::Float(32));
+    Tensor b = Tensor::zeros({m, cols}, DataType::Float(32));
+    k(a, b);
+  };
+  call(2, 3, 4);
+  call(2, 3, 4);  // a hit: no line
+  call(2, 5, 4);  // n changed: A.shape[1]
+  call(6, 5, 4);  // m changed: A.shape[0] and B.shape[0], named once
+  std::vector<std::string> lines = info.lines();
+  ASSERT_EQ(lines.size(), 3u);
+  std::string prefix = "kernel 'row_sum': compiled a variant ";
+  EXPECT_TRUE(std::regex_match(lines[0], std::regex(prefix + R"(\(first call\) )" + kStages)))
+      << lines[0];
+  EXPECT_TRUE(std::regex_match(lines[1], std::regex(prefix + R"(\(n: 3 -> 5\) )" + kStages)))
+      << lines[1];
+  EXPECT_TRUE(std::regex_match(lines[2], std::regex(prefix + R"(\(m: 2 -> 6\) )" + kStages)))
+      << lines[2];
+  EXPECT_EQ(k.stats().reasons, (std::vector<std::string>{"first call", "n: 3 -> 5", "m: 2 -> 6"}));
+}
+
+TEST(Observability, ADimensionThatIsNotAVariableIsNamedByItsBuffer) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(parse(R"(
+@T.prim_func
+def copy(a: T.handle, b: T.handle, n: T.int32):
+    T.func_attr({"target": T.target("llvm")})
+    A = T.match_buffer(a, (n * 2,), "float32")
+    B = T.match_buffer(b, (n * 2,), "float32")
+    for i in range(n * 2):
+        B[i] = A[i]
+)")
+                            ->lookup("copy"));
+  for (int64_t n : {2, 4}) {
+    Pair p(2 * n);
+    k(p.a, p.b, n);
+    for (int64_t i = 0; i < 2 * n; ++i) ASSERT_EQ(p.b.data<float>()[i], p.a.data<float>()[i]);
+  }
+  EXPECT_EQ(k.stats().reasons,
+            (std::vector<std::string>{"first call", "A.shape[0]: 4 -> 8, B.shape[0]: 4 -> 8"}));
+}
+
+TEST(Observability, ADiskCacheHitIsOneLineWithItsTime) {
+  TempDir dir("primjit_observe_disk");
+  JitOptions options{.disk_cache = DiskCacheMode::kEnabled, .cache_dir = dir.str()};
+  Pair p(8);
+  {
+    Jit jit(options);
+    jit.kernel(scale_function())(p.a, p.b, 2.0f);
+  }
+  Jit jit(options);
+  Kernel k = jit.kernel(scale_function());
+  LogLines info(LogLevel::kInfo);
+  k(p.a, p.b, 3.0f);
+  p.expect_scaled(3.0f);
+  std::vector<std::string> lines = info.lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(std::regex_match(
+      lines[0], std::regex(R"(kernel 'scale': loaded a variant from the disk cache \(first call\) )"
+                           R"(in [0-9]+\.[0-9]{3} ms \[passes 0\.000, host codegen 0\.000, )"
+                           R"(device codegen 0\.000, nvrtc 0\.000, load 0\.000, )"
+                           R"(disk [0-9]+\.[0-9]{3} ms\])")))
+      << lines[0];
+  JitStats s = jit.stats();
+  EXPECT_EQ(s.compiles, 0u);
+  EXPECT_EQ(s.disk_hits, 1u);
+  EXPECT_GT(s.compile.disk_ms, 0);
+  EXPECT_GT(s.host_code_bytes, 0u);  // loaded code counts too
+}
+
+TEST(Observability, DumpWritesEachRequestedStageOfAVariant) {
+  TempDir dir("primjit_observe_dump");
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function());
+  {
+    Env env{{"PRIMJIT_DUMP", "ir,llvm,llvm-opt,asm"}, {"PRIMJIT_DUMP_DIR", dir.str()}};
+    Pair p(8);
+    k(p.a, p.b, 2.0f);
+    p.expect_scaled(2.0f);
+  }
+  fs::path v0 = dir.path() / "scale.v0";
+  std::string input = read_file(v0 / "00_input.tir");
+  EXPECT_NE(input.find("def scale("), std::string::npos) << input;
+  EXPECT_NE(input.find("8"), std::string::npos) << "specialized for n = 8: " << input;
+  bool after_packed_api = false;
+  for (const auto& e : fs::directory_iterator(v0)) {
+    after_packed_api |= e.path().filename().string().ends_with("_MakePackedAPI.tir");
+  }
+  EXPECT_TRUE(after_packed_api);
+  std::string ir = read_file(v0 / "host.ll");
+  std::string optimized = read_file(v0 / "host.opt.ll");
+  std::string assembly = read_file(v0 / "host.s");
+  EXPECT_NE(ir.find("define "), std::string::npos) << ir;
+  EXPECT_NE(optimized.find("define "), std::string::npos) << optimized;
+  EXPECT_NE(ir, optimized);  // before and after LLVM's optimizer
+  EXPECT_NE(assembly.find(".text"), std::string::npos) << assembly;
+  EXPECT_NE(assembly.find("ret"), std::string::npos) << assembly;
+  EXPECT_FALSE(fs::exists(v0 / "device.cu"));  // not asked for (and no kernels)
+  // Nothing is dumped when PRIMJIT_DUMP is unset again.
+  Pair p16(16);
+  k(p16.a, p16.b, 1.0f);
+  EXPECT_FALSE(fs::exists(dir.path() / "scale.v1"));
+}
+
+TEST(Observability, DumpIrKeepsWorkingAsAnAlias) {
+  TempDir dir("primjit_observe_dump_ir");
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function());
+  {
+    Env env{{"PRIMJIT_DUMP_IR", dir.str()}};
+    Pair p(8);
+    k(p.a, p.b, 2.0f);
+  }
+  EXPECT_TRUE(fs::exists(dir.path() / "scale.v0" / "00_input.tir"));
+  EXPECT_FALSE(fs::exists(dir.path() / "scale.v0" / "host.ll"));
+}
+
+TEST(Observability, DumpDoesNotReadTheCaches) {
+  TempDir cache("primjit_observe_cache"), dir("primjit_observe_dump_cached");
+  JitOptions options{.disk_cache = DiskCacheMode::kEnabled, .cache_dir = cache.str()};
+  Pair p(8);
+  {
+    Jit jit(options);
+    jit.kernel(scale_function())(p.a, p.b, 2.0f);
+  }
+  ASSERT_EQ(cache.files(".pjv").size(), 1u);
+  std::string entry = read_file(cache.files(".pjv")[0]);
+  Env env{{"PRIMJIT_DUMP", "llvm"}, {"PRIMJIT_DUMP_DIR", dir.str()}};
+  Jit jit(options);
+  Kernel k = jit.kernel(scale_function());
+  k(p.a, p.b, 2.0f);
+  EXPECT_EQ(k.stats().misses, 1u);  // compiled, for the dump, though the disk has it
+  EXPECT_EQ(k.stats().disk_hits, 0u);
+  EXPECT_TRUE(fs::exists(dir.path() / "scale.v0" / "host.ll"));
+  ASSERT_EQ(cache.files(".pjv").size(), 1u);  // nor stored again
+  EXPECT_EQ(read_file(cache.files(".pjv")[0]), entry);
+}
+
+TEST(Observability, ABadDumpValueIsAnErrorListingTheValidOnes) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function());
+  Env env{{"PRIMJIT_DUMP", "ir,llvmir"}};
+  Pair p(8);
+  EXPECT_ERROR_CONTAINS(k(p.a, p.b, 2.0f),
+                        "PRIMJIT_DUMP: unknown value 'llvmir' in 'ir,llvmir'; valid values (comma "
+                        "separated): ir, llvm, llvm-opt, asm, cuda, ptx (or all)");
+}
+
+// Without PRIMJIT_DUMP_DIR the dumps go to a new private directory, named at warning level.
+TEST(Observability, TheDefaultDumpDirectoryIsPrivateAndLogged) {
+  TempDir tmp("primjit_observe_tmpdir");
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function());
+  LogLines warnings(LogLevel::kWarning);
+  {
+    Env env{{"PRIMJIT_DUMP", "ir"}, {"TMPDIR", tmp.str()}};
+    Pair p(8);
+    k(p.a, p.b, 2.0f);
+  }
+  std::vector<std::string> lines = warnings.lines();
+  ASSERT_EQ(lines.size(), 1u);
+  std::smatch match;
+  ASSERT_TRUE(std::regex_match(lines[0], match,
+                               std::regex("PRIMJIT_DUMP: writing dumps to (.*/primjit-dump-[^/]+) "
+                                          "\\(set PRIMJIT_DUMP_DIR to choose the directory\\)")))
+      << lines[0];
+  fs::path dir = match[1].str();
+  EXPECT_EQ(dir.parent_path(), tmp.path());
+  struct stat st;
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_TRUE(fs::exists(dir / "scale.v0" / "00_input.tir"));
+}
+
+TEST(Observability, JitStatsCountEveryKernelAndPrintAsJson) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  JitStats empty = jit.stats();
+  EXPECT_EQ(to_json(empty),
+            R"({"compiles":0,"hits":{"memory":0,"disk":0,"remote":0},)"
+            R"("compile_ms":{"passes":0.000,"host_codegen":0.000,"device_codegen":0.000,)"
+            R"("nvrtc":0.000,"load":0.000,"disk":0.000,"total":0.000},)"
+            R"("code_bytes":{"host":0,"device":0,"total":0}})");
+  Kernel k = jit.kernel(scale_function());
+  Pair p8(8), p16(16);
+  for (int i = 0; i < 3; ++i) k(p8.a, p8.b, 2.0f);  // 1 compile, 2 hits
+  k(p16.a, p16.b, 2.0f);                            // 1 compile
+  {
+    Kernel gone = jit.kernel(scale_function(), {.max_unroll = 7});  // its own variants
+    gone(p8.a, p8.b, 2.0f);
+    gone(p8.a, p8.b, 2.0f);
+  }
+  JitStats s = jit.stats();
+  EXPECT_EQ(s.compiles, 3u);
+  EXPECT_EQ(s.memory_hits, 3u);
+  EXPECT_EQ(s.disk_hits, 0u);
+  EXPECT_EQ(s.remote_hits, 0u);
+  EXPECT_GT(s.compile.passes_ms, 0);
+  EXPECT_GT(s.compile.host_ms, 0);
+  EXPECT_EQ(s.compile.device_compile_ms, 0);
+  EXPECT_GT(s.host_code_bytes, 0u);
+  EXPECT_EQ(s.device_code_bytes, 0u);
+  KernelStats ks = k.stats();
+  EXPECT_LE(ks.compile.host_ms, s.compile.host_ms);
+
+  std::string json = to_json(s);
+  EXPECT_EQ(
+      json.rfind(R"({"compiles":3,"hits":{"memory":3,"disk":0,"remote":0},"compile_ms":{)", 0), 0u)
+      << json;
+  std::string bytes = std::to_string(s.host_code_bytes);
+  EXPECT_NE(
+      json.find(R"("code_bytes":{"host":)" + bytes + R"(,"device":0,"total":)" + bytes + "}}"),
+      std::string::npos)
+      << json;
+  // It is JSON, with these numbers, for Python's parser.
+  TempDir dir("primjit_observe_json");
+  fs::path file = dir.path() / "stats.json";
+  std::ofstream(file) << json;
+  std::string check = std::string(PRIMJIT_PYTHON) +
+                      " -c 'import json, sys; d = json.load(open(sys.argv[1])); "
+                      "assert d[\"compiles\"] == 3, d; assert d[\"hits\"] == {\"memory\": 3, "
+                      "\"disk\": 0, \"remote\": 0}, d; assert d[\"compile_ms\"][\"total\"] > 0, d; "
+                      "assert d[\"code_bytes\"][\"host\"] == " +
+                      bytes + ", d' " + file.string();
+  EXPECT_EQ(std::system(check.c_str()), 0) << check;
+}
+
+// On a GPU: the CUDA source and NVRTC's PTX (compiled for the dump when the variant is a
+// CUBIN), the device stages in the log line, and the device image in the stats.
+TEST(Observability, CudaDumpsAndDeviceStagesOnAGpu) {
+  if (!test::have_gpu()) GTEST_SKIP() << "no CUDA driver or device";
+  TempDir dir("primjit_observe_cuda");
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(examples::vector_add_cuda(), {.target = Target::cuda()});
+  LogLines info(LogLevel::kInfo);
+  {
+    Env env{{"PRIMJIT_DUMP", "cuda,ptx"}, {"PRIMJIT_DUMP_DIR", dir.str()}};
+    int64_t n = 1000;
+    Tensor a = Tensor::zeros({n}, DataType::Float(32)).to(test::kGpu);
+    Tensor b = Tensor::zeros({n}, DataType::Float(32)).to(test::kGpu);
+    Tensor c = Tensor::zeros({n}, DataType::Float(32)).to(test::kGpu);
+    k(a, b, c);
+  }
+  fs::path v0 = dir.path() / "vector_add_cuda.v0";
+  std::string cuda = read_file(v0 / "device.cu");
+  std::string ptx = read_file(v0 / "device.ptx");
+  EXPECT_NE(cuda.find("__global__"), std::string::npos) << cuda;
+  EXPECT_NE(ptx.find(".entry vector_add_cuda_kernel"), std::string::npos) << ptx;
+  EXPECT_EQ(ptx.find('\0'), std::string::npos);
+  EXPECT_FALSE(fs::exists(v0 / "host.ll"));
+  std::vector<std::string> lines = info.lines();
+  std::string compiled;
+  for (const std::string& line : lines) {
+    if (line.find("compiled a variant") != std::string::npos) compiled = line;
+  }
+  EXPECT_TRUE(std::regex_match(
+      compiled,
+      std::regex(R"(kernel 'vector_add_cuda': compiled a variant \(first call\) in [0-9.]+ ms )"
+                 R"(\[passes [0-9.]+, host codegen [0-9.]+, device codegen [0-9.]+, )"
+                 R"(nvrtc [0-9.]*[1-9][0-9.]*, load [0-9.]+, disk 0\.000 ms\])")))
+      << compiled;
+  JitStats s = jit.stats();
+  EXPECT_EQ(s.compiles, 1u);
+  EXPECT_GT(s.device_code_bytes, 0u);
+  EXPECT_GT(s.compile.device_compile_ms, 0);
+}
+
+}  // namespace
+}  // namespace primjit
