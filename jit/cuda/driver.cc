@@ -44,7 +44,10 @@ namespace {
   X(cuEventRecord, 2000)              \
   X(cuEventSynchronize, 2000)         \
   X(cuEventElapsedTime, 2000)         \
-  X(cuStreamSynchronize, 2000)
+  X(cuStreamSynchronize, 2000)        \
+  X(cuStreamIsCapturing, 10000)       \
+  X(cuMemcpyHtoDAsync, 3020)          \
+  X(cuMemcpyDtoHAsync, 3020)
 
 constexpr const char* kNoDriver = "no CUDA driver: ";
 constexpr const char* kHint =
@@ -300,6 +303,28 @@ float CudaDriver::elapsed_ms(CUevent_st* start, CUevent_st* end) {
 void CudaDriver::synchronize_stream(CUstream_st* stream) {
   ensure_current();
   api_->check(api_->cuStreamSynchronize(stream), "cuStreamSynchronize");
+}
+
+bool CudaDriver::is_capturing(CUstream_st* stream) {
+  ensure_current();
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult result = api_->cuStreamIsCapturing(stream, &status);
+  // The legacy default stream while a blocking stream captures: work on it is illegal too.
+  if (result == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) return true;
+  api_->check(result, "cuStreamIsCapturing");
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void CudaDriver::copy_to_device_async(DevicePtr destination, const void* source, size_t bytes,
+                                      CUstream_st* stream) {
+  ensure_current();
+  api_->check(api_->cuMemcpyHtoDAsync(destination, source, bytes, stream), "cuMemcpyHtoDAsync");
+}
+
+void CudaDriver::copy_to_host_async(void* destination, DevicePtr source, size_t bytes,
+                                    CUstream_st* stream) {
+  ensure_current();
+  api_->check(api_->cuMemcpyDtoHAsync(destination, source, bytes, stream), "cuMemcpyDtoHAsync");
 }
 
 CUmod_st* CudaDriver::load_module(const std::string& image) {

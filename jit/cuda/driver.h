@@ -80,6 +80,14 @@ class CudaDriver {
   /// Milliseconds between two recorded, completed events.
   float elapsed_ms(CUevent_st* start, CUevent_st* end);
   void synchronize_stream(CUstream_st* stream);
+  /// Whether `stream` is capturing a CUDA graph (the default stream: also while a blocking
+  /// stream captures), when loading code, allocating or synchronizing would break the capture.
+  bool is_capturing(CUstream_st* stream);
+  /// Stream-ordered copies between host and device: the host buffer must stay valid (and, for
+  /// copies to the host, unread) until the stream reaches the copy.
+  void copy_to_device_async(DevicePtr destination, const void* source, size_t bytes,
+                            CUstream_st* stream);
+  void copy_to_host_async(void* destination, DevicePtr source, size_t bytes, CUstream_st* stream);
 
   /// Loads a CUBIN or NUL-terminated PTX image into the current context.
   CUmod_st* load_module(const std::string& image);
