@@ -169,8 +169,12 @@ class CudaKernel : public KernelHandle {
   std::shared_ptr<void> module_;  // the loaded module, for recordings that outlive the variant
 };
 
-// The loaded CUDA module: unloaded when the variant goes.
+// The loaded CUDA module: unloaded when the variant goes (and only then: not copyable, so no
+// temporary's destructor unloads it early).
 struct CudaModule {
+  CudaModule(CudaDriver* d, CUmod_st* m) : driver(d), module(m) {}
+  CudaModule(const CudaModule&) = delete;
+  CudaModule& operator=(const CudaModule&) = delete;
   CudaDriver* driver;
   CUmod_st* module;
   ~CudaModule() {
@@ -251,7 +255,7 @@ std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary, Stage
   driver.make_current(0);
   DeviceInfo device = driver.device_info(0);
   Clock::time_point start = Clock::now();
-  auto module = std::make_shared<CudaModule>(CudaModule{&driver, driver.load_module(binary.image)});
+  auto module = std::make_shared<CudaModule>(&driver, driver.load_module(binary.image));
   code->owner = module;
   const int64_t optin = static_cast<int64_t>(device.max_shared_per_block_optin);
   for (const DeviceBinary::Kernel& info : binary.kernels) {

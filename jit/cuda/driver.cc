@@ -4,6 +4,7 @@
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -148,8 +149,12 @@ CudaDriver* CudaDriver::try_get(std::string* reason) {
   static std::string failure;
   static std::once_flag once;
   std::call_once(once, [] {
+    // PRIMJIT_CUDA_DRIVER_LIBRARY: the driver library primjit loads instead of libcuda.so.1
+    // (tests load a fake driver this way), read once.
+    const char* chosen = std::getenv("PRIMJIT_CUDA_DRIVER_LIBRARY");
+    const std::string library = chosen != nullptr && *chosen != 0 ? chosen : "libcuda.so.1";
     try {
-      instance = load("libcuda.so.1").release();  // lives for the whole process
+      instance = load(library).release();  // lives for the whole process
     } catch (const Error& error) {
       failure = error.what();
       PRIMJIT_LOG_INFO << failure;

@@ -40,8 +40,10 @@ struct DeviceInfo {
 
 class CudaDriver {
  public:
-  /// The process-wide driver, loaded on first use. Throws primjit::Error ("no CUDA driver: ...")
-  /// when it cannot be loaded; the failure is remembered and reported the same way each time.
+  /// The process-wide driver, loaded on first use: libcuda.so.1, or the library the environment
+  /// variable PRIMJIT_CUDA_DRIVER_LIBRARY names (read once; tests name a fake driver). Throws
+  /// primjit::Error ("no CUDA driver: ...") when it cannot be loaded; the failure is remembered and
+  /// reported the same way each time.
   static CudaDriver& get();
   /// Like get(), but returns nullptr (and the reason) instead of throwing.
   static CudaDriver* try_get(std::string* reason = nullptr);
