@@ -11,6 +11,8 @@
 //   raw_ns       the direct driver launch
 //   overhead_ns  Kernel - raw
 //   ratio        Kernel / raw (goal: at most 1.05)
+// BM_PreparedLaunch measures PreparedCall::launch (Kernel::prepare once, outside the timing)
+// the same way, against the same raw launch in the same run.
 // Rows:
 //   launch       an asynchronous launch (host cost); the stream is drained every 64 iterations,
 //                outside the timing, so the launch queue never fills
@@ -21,6 +23,7 @@
 // no GPU), so a broken kernel fails even there.
 #include <array>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/bench_util.h"
@@ -143,7 +146,7 @@ struct Operands {
 };
 
 template <size_t N>
-void BM_Launch(benchmark::State& state, bool sync) {
+void BM_Launch(benchmark::State& state, bool sync, bool prepared) {
   Launcher& l = launcher<N>();
   if (!l.error.empty()) return fail_benchmark(state, l.error);
   jit::CudaDriver* driver = gpu_or_skip(state);
@@ -161,12 +164,22 @@ void BM_Launch(benchmark::State& state, bool sync) {
       }
       ++ops.launches;
     };
+    call_kernel(l.kernel, ops.dl);  // compiles the variant
+    ++ops.launches;
+    PreparedCall call;
+    if (prepared) {
+      call = [&]<size_t... I>(std::index_sequence<I...>) { return l.kernel.prepare(ops.dl[I]...); }
+      (std::make_index_sequence<N>());
+    }
     auto through_kernel = [&] {
-      call_kernel(l.kernel, ops.dl);
+      if (prepared) {
+        call.launch();
+      } else {
+        call_kernel(l.kernel, ops.dl);
+      }
       ++ops.launches;
     };
 
-    through_kernel();  // compiles the variant
     raw();
     driver->synchronize_stream(nullptr);
     if (std::string wrong = ops.check(); !wrong.empty()) {
@@ -211,21 +224,23 @@ void BM_Launch(benchmark::State& state, bool sync) {
   }
 }
 
-// Named BM_Launch/<launch|launch_sync>/args:N.
+// Named BM_Launch/<launch|launch_sync>/args:N and BM_PreparedLaunch/....
 template <size_t N>
-void add(bool sync) {
-  std::string name =
-      std::string("BM_Launch/") + (sync ? "launch_sync" : "launch") + "/args:" + std::to_string(N);
-  benchmark::RegisterBenchmark(name.c_str(), [sync](benchmark::State& state) {
-    BM_Launch<N>(state, sync);
+void add(bool sync, bool prepared) {
+  std::string name = std::string(prepared ? "BM_PreparedLaunch/" : "BM_Launch/") +
+                     (sync ? "launch_sync" : "launch") + "/args:" + std::to_string(N);
+  benchmark::RegisterBenchmark(name.c_str(), [sync, prepared](benchmark::State& state) {
+    BM_Launch<N>(state, sync, prepared);
   })->UseManualTime();
 }
 
 const bool registered = [] {
-  for (bool sync : {false, true}) {
-    add<1>(sync);
-    add<4>(sync);
-    add<16>(sync);
+  for (bool prepared : {false, true}) {
+    for (bool sync : {false, true}) {
+      add<1>(sync, prepared);
+      add<4>(sync, prepared);
+      add<16>(sync, prepared);
+    }
   }
   return true;
 }();

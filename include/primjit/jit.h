@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -68,8 +69,9 @@ struct KernelOptions {
   /// backend (FuseMultiplyAdd). Off: two roundings everywhere; LLVM and NVRTC never contract on
   /// their own. Off by default: bench/README.md (bench_host_codegen) measured no gain for it.
   bool fp_contract = false;
-  /// cuda: the CUstream kernels are launched on (nullptr: the default stream). Kernels on
-  /// different streams get their own variants.
+  /// cuda: the CUstream of calls that name none (CallOptions::cuda_stream); nullptr: the
+  /// default stream. The stream is part of each call, not of the compiled code: kernels and
+  /// calls on different streams share variants.
   void* cuda_stream = nullptr;
   /// The most iterations a T.unroll loop is unrolled for (LLVM's full-unroll hint, CUDA's
   /// `#pragma unroll`); longer loops stay loops (see passes::kDefaultMaxUnroll).
@@ -170,6 +172,31 @@ struct ArgSpec {
 /// One call's arguments, in parameter order.
 using Signature = std::vector<ArgSpec>;
 
+/// Options of one call (Kernel::call, Kernel::prepare; also as the last argument of
+/// Kernel::operator()). Ignored by targets llvm and emu.
+struct CallOptions {
+  /// cuda: the CUstream the call's kernels are launched on (nullptr: the default stream).
+  /// Unset: KernelOptions::cuda_stream. Any stream uses the same compiled variants.
+  ///
+  /// CUDA graphs: a call on a stream that is capturing (cuStreamBeginCapture) only enqueues
+  /// launches, so it is captured into the graph; a call that would first compile or load a
+  /// variant throws primjit::Error instead (call it once before capturing, or prewarm).
+  std::optional<void*> cuda_stream;
+};
+
+namespace detail {
+/// True when the last of Ts is a CallOptions (Kernel::operator() and prepare).
+template <typename... Ts>
+constexpr bool last_is_call_options() {
+  if constexpr (sizeof...(Ts) == 0) {
+    return false;
+  } else {
+    using Last = std::tuple_element_t<sizeof...(Ts) - 1, std::tuple<std::remove_cvref_t<Ts>...>>;
+    return std::is_same_v<Last, CallOptions>;
+  }
+}
+}  // namespace detail
+
 /// One argument of a call: a tensor (DLTensor*) or a scalar.
 struct Arg {
   PJValue value{};
@@ -201,6 +228,7 @@ struct Arg {
 
 class Jit;
 class CompiledVariant;
+class PreparedCall;
 
 class Kernel {
  public:
@@ -208,13 +236,30 @@ class Kernel {
 
   /// Calls the kernel; returns the function's return value (type index kPJNone if none).
   /// Bad arguments throw primjit::Error naming the function, the argument, expected and
-  /// actual; nothing is compiled for a bad call.
+  /// actual; nothing is compiled for a bad call. k(a, b) or k(a, b, CallOptions{...}): the
+  /// arguments, optionally followed by the call's options (its stream).
   template <typename... Args>
   PJValue operator()(Args&&... args) const {
-    Arg packed[] = {Arg(std::forward<Args>(args))..., Arg(0)};
-    return call(std::span<const Arg>(packed, sizeof...(Args)));
+    if constexpr (detail::last_is_call_options<Args...>()) {
+      auto all = std::forward_as_tuple(std::forward<Args>(args)...);
+      return call_with_options(all, std::make_index_sequence<sizeof...(Args) - 1>());
+    } else {
+      Arg packed[] = {Arg(std::forward<Args>(args))..., Arg(0)};
+      return call(std::span<const Arg>(packed, sizeof...(Args)));
+    }
   }
   PJValue call(std::span<const Arg> args) const;
+  PJValue call(std::span<const Arg> args, const CallOptions& options) const;
+
+  /// A call made ready for the fastest repeated launch (cuda): runs the call's host code once
+  /// now, with all its checks (compiling the variant if needed), recording the kernel launches
+  /// it makes instead of running them; PreparedCall::launch then replays them. Throws
+  /// primjit::Error for targets other than cuda and for host code that does more than launch
+  /// kernels (see PreparedCall). k.prepare(a, b) or k.prepare(a, b, CallOptions{...}).
+  PreparedCall prepare(std::span<const Arg> args, const CallOptions& options = {}) const;
+  template <typename... Args,
+            std::enable_if_t<!detail::first_converts_to<std::span<const Arg>, Args...>(), int> = 0>
+  PreparedCall prepare(Args&&... args) const;
 
   KernelStats stats() const;
 
@@ -263,6 +308,13 @@ class Kernel {
 
  private:
   template <typename Tuple, size_t... I>
+  PJValue call_with_options(Tuple& all, std::index_sequence<I...>) const {
+    Arg packed[] = {Arg(std::get<I>(all))..., Arg(0)};
+    return call(std::span<const Arg>(packed, sizeof...(I)), std::get<sizeof...(I)>(all));
+  }
+  template <typename Tuple, size_t... I>
+  PreparedCall prepare_with_options(Tuple& all, std::index_sequence<I...>) const;
+  template <typename Tuple, size_t... I>
   BenchResult benchmark_with_options(Tuple& all, std::index_sequence<I...>) const {
     Arg packed[] = {Arg(std::get<I>(all))..., Arg(0)};
     return benchmark(std::span<const Arg>(packed, sizeof...(I)), std::get<sizeof...(I)>(all));
@@ -280,12 +332,13 @@ class CompiledVariant {
  public:
   CompiledVariant() = default;
 
-  /// Runs the variant with arguments as for Kernel::call; a failure throws primjit::Error.
-  PJValue call(std::span<const Arg> args) const;
+  /// Runs the variant with arguments as for Kernel::call (its kernels on the options' stream,
+  /// else the kernel's); a failure throws primjit::Error.
+  PJValue call(std::span<const Arg> args, const CallOptions& options = {}) const;
   /// The packed entry point of the variant's host code (primjit/abi.h), to be called as
   /// packed_function()(packed_self(), args, num_args, &result); a non-zero return means the call
-  /// failed (its message is not readable from C). Null for target emu, whose variants run in
-  /// primjit's interpreter: use call.
+  /// failed (its message is not readable from C). Its kernels run on the default stream. Null
+  /// for target emu, whose variants run in primjit's interpreter: use call.
   PJPackedFunc packed_function() const;
   /// The `self` argument the entry point must be given: the table of the variant's loaded
   /// kernels (null when its host code launches none).
@@ -298,6 +351,56 @@ class CompiledVariant {
   explicit CompiledVariant(std::shared_ptr<const State> state) : state_(std::move(state)) {}
   std::shared_ptr<const State> state_;
 };
+
+/// A call of a cuda kernel with its arguments bound, for the fastest repeated launch
+/// (Kernel::prepare): launch() replays the kernel launches the call's host code made when it
+/// was prepared (kernel, grid, block, dynamic shared memory, argument values) with
+/// cuLaunchKernel, on the prepared stream, and does nothing else: no argument checks, no
+/// lookup, no host code.
+///
+/// Rules: the bound tensors' memory must stay allocated (a replay writes where the call
+/// wrote); shapes and scalars are those of the prepare. Only launches are replayed, so prepare
+/// refuses (primjit::Error) a kernel whose function returns a value or whose host code stores
+/// to memory, runs a parallel loop or calls anything but kernels and the module's functions.
+/// The launched code stays loaded while the PreparedCall lives, even after the kernel's cache
+/// evicts the variant. Copies share the recording; launch() may run on several threads at once.
+class PreparedCall {
+ public:
+  PreparedCall() = default;
+
+  /// Enqueues the recorded launches on the prepared stream; a failure throws primjit::Error
+  /// naming the kernel.
+  void launch() const;
+  /// The same on another stream (e.g. one capturing a CUDA graph).
+  void launch(void* cuda_stream) const;
+  /// How many kernel launches one launch() makes.
+  size_t num_launches() const;
+
+  struct State;
+
+ private:
+  friend class Kernel;
+  explicit PreparedCall(std::shared_ptr<const State> state) : state_(std::move(state)) {}
+  std::shared_ptr<const State> state_;
+};
+
+template <typename... Args,
+          std::enable_if_t<!detail::first_converts_to<std::span<const Arg>, Args...>(), int>>
+PreparedCall Kernel::prepare(Args&&... args) const {
+  if constexpr (detail::last_is_call_options<Args...>()) {
+    auto all = std::forward_as_tuple(std::forward<Args>(args)...);
+    return prepare_with_options(all, std::make_index_sequence<sizeof...(Args) - 1>());
+  } else {
+    Arg packed[] = {Arg(std::forward<Args>(args))..., Arg(0)};
+    return prepare(std::span<const Arg>(packed, sizeof...(Args)));
+  }
+}
+
+template <typename Tuple, size_t... I>
+PreparedCall Kernel::prepare_with_options(Tuple& all, std::index_sequence<I...>) const {
+  Arg packed[] = {Arg(std::get<I>(all))..., Arg(0)};
+  return prepare(std::span<const Arg>(packed, sizeof...(I)), std::get<sizeof...(I)>(all));
+}
 
 class Jit {
  public:

@@ -44,6 +44,10 @@ class Tensor {
   }
   /// A copy on `device` (host <-> CUDA through the driver).
   Tensor to(DLDevice device) const;
+  /// The same, with the copy ordered on `cuda_stream` (a CUstream) after the work queued there,
+  /// e.g. the calls that wrote this tensor on a non-blocking stream (the copy above does not
+  /// wait for those); returns once the copy is done.
+  Tensor to(DLDevice device, void* cuda_stream) const;
 
   struct Impl;
 

@@ -50,6 +50,37 @@ class KernelHandle {
 /// failing call's call_packed takes it. Defined by the runtime.
 void set_last_error(std::string message);
 
+/// The launches of a call recorded instead of run (Kernel::prepare); defined by the CUDA
+/// backend (jit/cuda/device_code.h).
+struct LaunchRecording;
+
+/// What the call running on this thread asks of the kernels its host code launches: the stream
+/// (a CUstream; null: the default stream) and, while a call is being prepared, the recording
+/// that takes the launches instead of the driver. The runtime sets it for the duration of each
+/// call of a device variant (CallScope) and hands it to the threads of the call's parallel
+/// loops; kernel handles read it at launch. A variant is shared by calls on any stream.
+struct CallContext {
+  void* stream = nullptr;
+  LaunchRecording* recording = nullptr;
+};
+/// The calling thread's context (all null outside calls: packed functions called directly run
+/// on the default stream).
+extern thread_local CallContext t_call_context;
+
+/// Sets this thread's call context for a scope, restoring the previous one after it.
+class CallScope {
+ public:
+  explicit CallScope(CallContext context) noexcept : saved_(t_call_context) {
+    t_call_context = context;
+  }
+  ~CallScope() { t_call_context = saved_; }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+ private:
+  CallContext saved_;
+};
+
 }  // namespace primjit::jit
 
 extern "C" {

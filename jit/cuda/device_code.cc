@@ -1,6 +1,10 @@
 #include "jit/cuda/device_code.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "ir/dump_config.h"
 #include "jit/common/host_abi.h"
@@ -49,13 +53,15 @@ Slot slot_of(const std::string& tag, const std::string& kernel) {
 class CudaKernel : public KernelHandle {
  public:
   CudaKernel(CudaDriver& driver, CUfunc_st* function, std::string name, std::vector<Slot> slots,
-             const LaunchLimits& limits, CUstream_st* stream)
+             const LaunchLimits& limits, std::vector<uint32_t> param_bytes,
+             std::shared_ptr<void> module)
       : driver_(driver),
-        stream_(stream),
         function_(function),
         name_(std::move(name)),
         slots_(std::move(slots)),
-        limits_(limits) {}
+        limits_(limits),
+        param_bytes_(std::move(param_bytes)),
+        module_(std::move(module)) {}
 
   int32_t launch(const int64_t* launch, void** args) noexcept override {
     Dim3 grid, block;
@@ -95,15 +101,57 @@ class CudaKernel : public KernelHandle {
         !why.empty()) {
       return fail(why);
     }
+    // The stream is the call's (a variant serves calls on every stream).
+    const CallContext& call = t_call_context;
+    if (call.recording != nullptr) {
+      return record(call.recording, grid, block, static_cast<unsigned>(dyn), args);
+    }
     std::string error;
-    if (!driver_.try_launch(function_, grid, block, static_cast<unsigned>(dyn), args, stream_,
-                            &error)) {
+    if (!driver_.try_launch(function_, grid, block, static_cast<unsigned>(dyn), args,
+                            static_cast<CUstream_st*>(call.stream), &error)) {
+      if (error.find("STREAM_CAPTURE") != std::string::npos) {
+        error +=
+            "; while a stream captures a CUDA graph, call the kernel on that stream "
+            "(CallOptions::cuda_stream), since other streams' work would join or break the "
+            "capture";
+      }
       return fail(error);
     }
     return 0;
   }
 
  private:
+  // Keeps the launch, with copies of the argument values, instead of running it.
+  int32_t record(LaunchRecording* recording, Dim3 grid, Dim3 block, unsigned dyn,
+                 void** args) noexcept {
+    try {
+      RecordedLaunch& l = recording->launches.emplace_back();
+      l.kernel = name_;
+      l.function = function_;
+      l.grid = grid;
+      l.block = block;
+      l.dynamic_shared = dyn;
+      l.module = module_;
+      size_t words = 0;
+      for (uint32_t bytes : param_bytes_) words += (bytes + 7) / 8;
+      l.values.assign(words, 0);
+      size_t word = 0;
+      for (size_t i = 0; i < param_bytes_.size(); ++i) {
+        std::memcpy(&l.values[word], args[i], param_bytes_[i]);
+        word += (param_bytes_[i] + 7) / 8;
+      }
+      word = 0;
+      for (uint32_t bytes : param_bytes_) {
+        l.args.push_back(&l.values[word]);
+        word += (bytes + 7) / 8;
+      }
+      recording->driver = &driver_;
+      return 0;
+    } catch (const std::exception& e) {
+      return fail(std::string("recording the launch failed: ") + e.what());
+    }
+  }
+
   int32_t fail(const std::string& what) noexcept {
     try {
       set_last_error("launching kernel '" + name_ + "': " + what);
@@ -113,16 +161,20 @@ class CudaKernel : public KernelHandle {
   }
 
   CudaDriver& driver_;
-  CUstream_st* stream_;
   CUfunc_st* function_;
   std::string name_;
   std::vector<Slot> slots_;
   LaunchLimits limits_;
+  std::vector<uint32_t> param_bytes_;
+  std::shared_ptr<void> module_;  // the loaded module, for recordings that outlive the variant
 };
 
 // The loaded CUDA module: unloaded when the variant goes. Not copyable: a copy (once made by
 // constructing a temporary for make_shared) would unload the module when it is destroyed.
 struct CudaModule {
+  CudaModule(CudaDriver* d, CUmod_st* m) : driver(d), module(m) {}
+  CudaModule(const CudaModule&) = delete;
+  CudaModule& operator=(const CudaModule&) = delete;
   CudaDriver* driver;
   CUmod_st* module;
   CudaModule(CudaDriver* d, CUmod_st* m) : driver(d), module(m) {}
@@ -197,14 +249,17 @@ DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
   binary.arch = image.arch;
   binary.image = std::move(image.data);
   for (const CudaKernelInfo& kernel : source.kernels) {
-    binary.kernels.push_back({kernel.name, kernel.launch_params});
+    std::vector<uint32_t> param_bytes;
+    for (DataType t : kernel.param_types) {
+      param_bytes.push_back(t.is_handle() ? uint32_t{sizeof(void*)}
+                                          : static_cast<uint32_t>(t.bytes()));
+    }
+    binary.kernels.push_back({kernel.name, kernel.launch_params, std::move(param_bytes)});
   }
   return binary;
 }
 
-std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
-                                               const DeviceOptions& device_options,
-                                               StageTimes* times) {
+std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary, StageTimes* times) {
   auto code = std::make_unique<DeviceCode>();
   if (binary.empty()) return code;
   CudaDriver& driver = CudaDriver::get();
@@ -228,12 +283,21 @@ std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
     }
     LaunchLimits limits;
     limits.max_shared_per_block = std::max<int64_t>(optin, limits.max_static_shared);
-    code->kernels[info.name] =
-        std::make_unique<CudaKernel>(driver, function, info.name, std::move(slots), limits,
-                                     static_cast<CUstream_st*>(device_options.stream));
+    code->kernels[info.name] = std::make_unique<CudaKernel>(
+        driver, function, info.name, std::move(slots), limits, info.param_bytes, module);
   }
   times->load_ms += ms_since(start);
   return code;
+}
+
+void replay_launches(const LaunchRecording& recording, CUstream_st* stream) {
+  std::string error;
+  for (const RecordedLaunch& l : recording.launches) {
+    if (!recording.driver->try_launch(l.function, l.grid, l.block, l.dynamic_shared,
+                                      const_cast<void**>(l.args.data()), stream, &error)) {
+      PRIMJIT_USER_ERROR() << "launching kernel '" << l.kernel << "' of a prepared call: " << error;
+    }
+  }
 }
 
 }  // namespace primjit::jit

@@ -10,6 +10,7 @@
 
 #include "ir/dump_config.h"
 #include "jit/common/host_abi.h"
+#include "jit/cuda/driver.h"
 #include "primjit/ir/function.h"
 #include "primjit/ir/target.h"
 #include "primjit/jit.h"
@@ -21,9 +22,9 @@ struct DeviceCode {
   std::map<std::string, std::unique_ptr<KernelHandle>> kernels;  // by kernel symbol
 };
 
+/// What device code depends on (the stream does not: it comes with each call, CallContext).
 struct DeviceOptions {
   bool fast_math = false;
-  void* stream = nullptr;                          // CUstream
   int64_t max_unroll = passes::kDefaultMaxUnroll;  // T.unroll loops with #pragma unroll
 };
 
@@ -33,6 +34,7 @@ struct DeviceBinary {
   struct Kernel {
     std::string name;
     std::vector<std::string> launch_params;  // "tirx.kernel_launch_params", in order
+    std::vector<uint32_t> param_bytes;       // size of each parameter's value, in order
   };
   bool ptx = false;  // image is NUL-terminated PTX, else CUBIN
   int arch = 0;      // compute capability it was compiled for, e.g. 90
@@ -49,7 +51,27 @@ DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
                                  const DeviceOptions& options, StageTimes* times,
                                  const DumpConfig* dumps = nullptr);
 /// Loads compiled kernels on device 0 (nothing to load: an empty DeviceCode).
-std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
-                                               const DeviceOptions& options, StageTimes* times);
+std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary, StageTimes* times);
+
+/// One kernel launch as a call's host code made it, with copies of its argument values.
+struct RecordedLaunch {
+  std::string kernel;
+  CUfunc_st* function = nullptr;
+  Dim3 grid, block;
+  unsigned dynamic_shared = 0;
+  std::vector<uint64_t> values;  // each argument's bytes from an 8-byte boundary
+  std::vector<void*> args;       // into `values`, as cuLaunchKernel takes them
+  std::shared_ptr<void> module;  // keeps the kernel's code loaded
+};
+
+/// The launches a call made while recording (CallContext::recording), in order.
+struct LaunchRecording {
+  std::vector<RecordedLaunch> launches;
+  CudaDriver* driver = nullptr;  // set with the first launch
+};
+
+/// Launches recorded launches again on `stream`; a failure throws primjit::Error naming the
+/// kernel. Nothing else runs: no lookup, no allocation.
+void replay_launches(const LaunchRecording& recording, CUstream_st* stream);
 
 }  // namespace primjit::jit

@@ -4,6 +4,7 @@
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -44,7 +45,10 @@ namespace {
   X(cuEventRecord, 2000)              \
   X(cuEventSynchronize, 2000)         \
   X(cuEventElapsedTime, 2000)         \
-  X(cuStreamSynchronize, 2000)
+  X(cuStreamSynchronize, 2000)        \
+  X(cuStreamIsCapturing, 10000)       \
+  X(cuMemcpyHtoDAsync, 3020)          \
+  X(cuMemcpyDtoHAsync, 3020)
 
 constexpr const char* kNoDriver = "no CUDA driver: ";
 constexpr const char* kHint =
@@ -145,8 +149,12 @@ CudaDriver* CudaDriver::try_get(std::string* reason) {
   static std::string failure;
   static std::once_flag once;
   std::call_once(once, [] {
+    // PRIMJIT_CUDA_DRIVER_LIBRARY: the driver library primjit loads instead of libcuda.so.1
+    // (tests load a fake driver this way), read once.
+    const char* chosen = std::getenv("PRIMJIT_CUDA_DRIVER_LIBRARY");
+    const std::string library = chosen != nullptr && *chosen != 0 ? chosen : "libcuda.so.1";
     try {
-      instance = load("libcuda.so.1").release();  // lives for the whole process
+      instance = load(library).release();  // lives for the whole process
     } catch (const Error& error) {
       failure = error.what();
       PRIMJIT_LOG_INFO << failure;
@@ -300,6 +308,28 @@ float CudaDriver::elapsed_ms(CUevent_st* start, CUevent_st* end) {
 void CudaDriver::synchronize_stream(CUstream_st* stream) {
   ensure_current();
   api_->check(api_->cuStreamSynchronize(stream), "cuStreamSynchronize");
+}
+
+bool CudaDriver::is_capturing(CUstream_st* stream) {
+  ensure_current();
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult result = api_->cuStreamIsCapturing(stream, &status);
+  // The legacy default stream while a blocking stream captures: work on it is illegal too.
+  if (result == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) return true;
+  api_->check(result, "cuStreamIsCapturing");
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void CudaDriver::copy_to_device_async(DevicePtr destination, const void* source, size_t bytes,
+                                      CUstream_st* stream) {
+  ensure_current();
+  api_->check(api_->cuMemcpyHtoDAsync(destination, source, bytes, stream), "cuMemcpyHtoDAsync");
+}
+
+void CudaDriver::copy_to_host_async(void* destination, DevicePtr source, size_t bytes,
+                                    CUstream_st* stream) {
+  ensure_current();
+  api_->check(api_->cuMemcpyDtoHAsync(destination, source, bytes, stream), "cuMemcpyDtoHAsync");
 }
 
 CUmod_st* CudaDriver::load_module(const std::string& image) {

@@ -40,8 +40,10 @@ struct DeviceInfo {
 
 class CudaDriver {
  public:
-  /// The process-wide driver, loaded on first use. Throws primjit::Error ("no CUDA driver: ...")
-  /// when it cannot be loaded; the failure is remembered and reported the same way each time.
+  /// The process-wide driver, loaded on first use: libcuda.so.1, or the library the environment
+  /// variable PRIMJIT_CUDA_DRIVER_LIBRARY names (read once; tests name a fake driver). Throws
+  /// primjit::Error ("no CUDA driver: ...") when it cannot be loaded; the failure is remembered and
+  /// reported the same way each time.
   static CudaDriver& get();
   /// Like get(), but returns nullptr (and the reason) instead of throwing.
   static CudaDriver* try_get(std::string* reason = nullptr);
@@ -80,6 +82,14 @@ class CudaDriver {
   /// Milliseconds between two recorded, completed events.
   float elapsed_ms(CUevent_st* start, CUevent_st* end);
   void synchronize_stream(CUstream_st* stream);
+  /// Whether `stream` is capturing a CUDA graph (the default stream: also while a blocking
+  /// stream captures), when loading code, allocating or synchronizing would break the capture.
+  bool is_capturing(CUstream_st* stream);
+  /// Stream-ordered copies between host and device: the host buffer must stay valid (and, for
+  /// copies to the host, unread) until the stream reaches the copy.
+  void copy_to_device_async(DevicePtr destination, const void* source, size_t bytes,
+                            CUstream_st* stream);
+  void copy_to_host_async(void* destination, DevicePtr source, size_t bytes, CUstream_st* stream);
 
   /// Loads a CUBIN or NUL-terminated PTX image into the current context.
   CUmod_st* load_module(const std::string& image);

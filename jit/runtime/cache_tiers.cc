@@ -22,7 +22,7 @@ namespace {
 bool load_image(Kernel::State& k, const CachedVariant& image, Variant& v, std::string* problem) {
   try {
     StageTimes ignored;  // the whole load counts as cache time
-    v.device = load_device_binary(image.device, device_options(k), &ignored);
+    v.device = load_device_binary(image.device, &ignored);
     v.host = std::make_unique<HostProgram>(k.jit->engine, image.host);
     v.entry = v.host->function(k.name);
     bind_kernels(v);

@@ -130,7 +130,7 @@ void bind_kernels(Variant& v) {
 }
 
 DeviceOptions device_options(const Kernel::State& k) {
-  return DeviceOptions{k.options.fast_math, k.options.cuda_stream, k.options.max_unroll};
+  return DeviceOptions{k.options.fast_math, k.options.max_unroll};
 }
 
 IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool dynamic,
@@ -209,7 +209,7 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
       try {
         image.device = compile_device_code(lowered, k.target, device_options(k), &device_times,
                                            dumps.any() ? &dumps : nullptr);
-        variant->device = load_device_binary(image.device, device_options(k), &device_times);
+        variant->device = load_device_binary(image.device, &device_times);
       } catch (...) {
         device_error = std::current_exception();
       }

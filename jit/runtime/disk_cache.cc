@@ -119,6 +119,8 @@ std::string encode_variant(const CachedVariant& v) {
     w.str(k.name);
     w.u32(static_cast<uint32_t>(k.launch_params.size()));
     for (const std::string& p : k.launch_params) w.str(p);
+    w.u32(static_cast<uint32_t>(k.param_bytes.size()));
+    for (uint32_t bytes : k.param_bytes) w.u32(bytes);
   }
   return w.take();
 }
@@ -145,6 +147,8 @@ bool decode_variant(std::string_view payload, CachedVariant* v, std::string* pro
     uint32_t params = 0;
     ok = r.str(&k.name) && r.count(&params, 8);
     for (uint32_t j = 0; ok && j < params; ++j) ok = r.str(&k.launch_params.emplace_back());
+    ok = ok && r.count(&params, 4);
+    for (uint32_t j = 0; ok && j < params; ++j) ok = r.u32(&k.param_bytes.emplace_back());
   }
   if (!ok || !r.done() || v->host.object.empty() || v->host.suffix.empty()) {
     *problem = "its contents are malformed";

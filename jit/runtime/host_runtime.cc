@@ -17,6 +17,8 @@ thread_local std::string t_last_error;
 
 }  // namespace
 
+thread_local CallContext t_call_context;
+
 void register_host_runtime(OrcEngine& engine) {
   engine.define_symbol(kSetErrorSymbol, reinterpret_cast<void*>(&primjit_rt_set_error));
   engine.define_symbol(kParallelForSymbol, reinterpret_cast<void*>(&primjit_rt_parallel_for));
@@ -49,6 +51,14 @@ extern "C" void primjit_rt_set_error(const char* format, const PJValue* values,
 extern "C" int32_t primjit_rt_parallel_for(int64_t begin, int64_t end,
                                            primjit::jit::ParallelBody body, void* closure) {
   if (begin >= end) return 0;
+  const primjit::jit::CallContext call = primjit::jit::t_call_context;
+  if (call.recording != nullptr) {
+    // Replaying the launches of threads that ran at once would fix one order of many.
+    primjit::jit::t_last_error =
+        "the host code runs a parallel loop, whose launches a prepared call cannot replay in "
+        "order; call the kernel instead of preparing it";
+    return -1;
+  }
   // Chunks of a 64th of the range, at most 1024 iterations: few enough to keep scheduling
   // cheap, small enough for stealing to balance the cores.
   const int64_t n = end - begin;
@@ -62,6 +72,8 @@ extern "C" int32_t primjit_rt_parallel_for(int64_t begin, int64_t end,
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(begin, end, grain),
         [&](const tbb::blocked_range<int64_t>& range) {
+          // Kernels launched by the loop's body go to the call's stream on every thread.
+          primjit::jit::CallScope scope(call);
           for (int64_t i = range.begin(); i != range.end(); ++i) {
             if (body(i, closure) != 0) {
               std::string message;

@@ -18,6 +18,7 @@
 #include "jit/runtime/call_arguments.h"
 #include "jit/runtime/compile_variant.h"
 #include "jit/runtime/kernel_state.h"
+#include "jit/runtime/prepared_call.h"
 #include "jit/runtime/specialization_policy.h"
 #include "primjit/error.h"
 #include "primjit/ir/structural.h"
@@ -40,7 +41,8 @@ Jit::State::State(JitOptions o)
   // Variant format 2: the defined integer division, shift, conversion and min/max semantics
   // and no contraction (docs/semantics.md); format 1 code computed some of them differently.
   // Format 3: kernel handles come through the packed `self` argument, not module globals.
-  key << "primjit-variant 3\nprimjit " << version() << " build " << jit::library_build_id()
+  // Format 4: device kernels carry their parameter sizes (prepared calls copy the values).
+  key << "primjit-variant 4\nprimjit " << version() << " build " << jit::library_build_id()
       << "\nllvm " << jit::llvm_version() << " " << engine.target_triple() << " "
       << engine.cpu_name() << " " << engine.cpu_features() << " O" << engine.opt_level() << "\n";
   host_key = key.str();
@@ -98,13 +100,13 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
     target = Target::make(target->kind, target->arch, Target::llvm());
   }
   state->target = target;
+  state->cuda = target->kind == "cuda";
   state->func = func.with_attr(attr::kTarget, AttrValue(target));
   state->module = module.with_function(name, state->func);
-  // Variants are shared by kernels of one function, target and device options.
+  // Variants are shared by kernels of one function, target and device options; the stream is
+  // not one of them (it comes with each call).
   uint64_t fingerprint = structural_hash(state->module);
-  for (uint64_t part : {hashing::fnv1a(target.str()),
-                        static_cast<uint64_t>(reinterpret_cast<uintptr_t>(options.cuda_stream)),
-                        static_cast<uint64_t>(options.max_unroll),
+  for (uint64_t part : {hashing::fnv1a(target.str()), static_cast<uint64_t>(options.max_unroll),
                         uint64_t{options.fast_math} | uint64_t{options.checked_arithmetic} << 1 |
                             uint64_t{options.fp_contract} << 2}) {
     fingerprint = hashing::mix64(hashing::combine(fingerprint, part));
@@ -246,6 +248,19 @@ void forget_failed_compile(Jit::State& jit, Kernel::State& k, uint64_t hash,
   k.history.forget_failed(key, hash, reason_index);
 }
 
+// Compiling or loading code while the call's stream captures a CUDA graph would break the
+// capture (the driver forbids module loads then): say what to do instead.
+void check_not_capturing(const Kernel::State& k) {
+  auto* stream = static_cast<CUstream_st*>(jit::t_call_context.stream);
+  jit::CudaDriver* driver = jit::CudaDriver::try_get();
+  if (driver == nullptr || driver->device_count() == 0) return;  // the compile says why
+  PRIMJIT_USER_CHECK(!driver->is_capturing(stream))
+      << "kernel '" << k.name << "': this call would compile or load a variant while its stream "
+      << "is capturing a CUDA graph, which the driver forbids. Call the kernel once with these "
+      << "argument shapes before cuStreamBeginCapture, or compile the variant first with "
+      << "Kernel::prewarm";
+}
+
 void count_source(Kernel::State& k, Source source) {
   ++(source == Source::kDisk ? k.disk_hits : source == Source::kRemote ? k.remote_hits : k.misses);
 }
@@ -277,6 +292,7 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
   }
 
   // 3. A miss: decide what to compile (kAuto may make dimensions symbolic, the limit may apply).
+  if (count_hit && k.cuda) check_not_capturing(k);
   jit::Specialization s = jit::specialize_call(k, args, key, dynamic);
   hash = s.hash;
 
@@ -346,11 +362,10 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
   return v;
 }
 
-}  // namespace
-
-PJValue Kernel::call(std::span<const Arg> args) const {
-  PRIMJIT_USER_CHECK(state_ != nullptr) << "call of an empty Kernel (use Jit::kernel)";
-  State& k = *state_;
+// A call's path once its context (stream, recording) is set; inlined into each kind of call.
+[[gnu::always_inline]] inline PJValue call_path(const std::shared_ptr<Kernel::State>& state,
+                                                std::span<const Arg> args) {
+  Kernel::State& k = *state;
   // 1. A cached call: cheap checks, then the kernel's recent variants, without a lock.
   bool tried_recent = false;
   {
@@ -369,7 +384,49 @@ PJValue Kernel::call(std::span<const Arg> args) const {
     ++k.hits;
     return jit::run_variant(*last, args);
   }
-  return jit::run_variant(*find_variant(state_, args, key, dynamic, /*count_hit=*/true), args);
+  return jit::run_variant(*find_variant(state, args, key, dynamic, /*count_hit=*/true), args);
+}
+
+}  // namespace
+
+PJValue Kernel::call(std::span<const Arg> args) const {
+  PRIMJIT_USER_CHECK(state_ != nullptr) << "call of an empty Kernel (use Jit::kernel)";
+  if (!state_->cuda) return call_path(state_, args);
+  jit::CallScope scope({state_->options.cuda_stream, nullptr});
+  return call_path(state_, args);
+}
+
+PJValue Kernel::call(std::span<const Arg> args, const CallOptions& options) const {
+  PRIMJIT_USER_CHECK(state_ != nullptr) << "call of an empty Kernel (use Jit::kernel)";
+  if (!state_->cuda) return call_path(state_, args);
+  jit::CallScope scope({options.cuda_stream.value_or(state_->options.cuda_stream), nullptr});
+  return call_path(state_, args);
+}
+
+PreparedCall Kernel::prepare(std::span<const Arg> args, const CallOptions& options) const {
+  PRIMJIT_USER_CHECK(state_ != nullptr) << "prepare of an empty Kernel (use Jit::kernel)";
+  State& k = *state_;
+  PRIMJIT_USER_CHECK(k.cuda) << "Kernel::prepare: kernel '" << k.name << "' is compiled for "
+                             << k.target.str()
+                             << "; a prepared call replays CUDA kernel launches, so only kernels "
+                                "for target cuda can be prepared. Call this one instead";
+  if (std::string work = jit::host_work_besides_launches(k.module, k.name); !work.empty()) {
+    PRIMJIT_USER_ERROR() << "Kernel::prepare: the host code of kernel '" << k.name << "' " << work
+                         << ", which a prepared call would not repeat (it replays the kernel "
+                            "launches only). Call the kernel instead";
+  }
+  auto prepared = std::make_shared<PreparedCall::State>();
+  prepared->stream = static_cast<CUstream_st*>(options.cuda_stream.value_or(k.options.cuda_stream));
+  PJValue result;
+  {
+    jit::CallScope scope({prepared->stream, &prepared->recording});
+    result = call_path(state_, args);
+  }
+  PRIMJIT_USER_CHECK(result.type_index == kPJNone)
+      << "Kernel::prepare: kernel '" << k.name
+      << "' returns a value, which a prepared call would not compute again. Call the kernel "
+         "instead";
+  return PreparedCall(std::move(prepared));
 }
 
 namespace {
@@ -490,7 +547,7 @@ CompiledVariant Kernel::compiled(const Signature& signature) const {
       std::make_shared<const CompiledVariant::State>(CompiledVariant::State{state_, std::move(v)}));
 }
 
-PJValue CompiledVariant::call(std::span<const Arg> args) const {
+PJValue CompiledVariant::call(std::span<const Arg> args, const CallOptions& options) const {
   PRIMJIT_USER_CHECK(state_ != nullptr)
       << "call of an empty CompiledVariant (use Kernel::compiled)";
   // Checked as Kernel::call checks a call before it compiles (types, ranks, devices, overlap
@@ -498,6 +555,7 @@ PJValue CompiledVariant::call(std::span<const Arg> args) const {
   const Kernel::State& k = *state_->kernel;
   jit::check_arguments(k, args);
   jit::check_argument_memory(k.memory, k.name, k.params, args, k.target);
+  jit::CallScope scope({options.cuda_stream.value_or(k.options.cuda_stream), nullptr});
   return jit::run_variant(*state_->variant, args);
 }
 

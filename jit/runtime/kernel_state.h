@@ -50,6 +50,7 @@ struct Kernel::State {
   std::string name;
   KernelOptions options;
   Target target;
+  bool cuda = false;  // target cuda: calls set the stream their kernels launch on
   uint64_t fingerprint = 0;
   std::vector<jit::ParamInfo> params;
   jit::MemoryRule memory;  // alignment and overlap rules of the arguments

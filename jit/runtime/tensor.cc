@@ -186,4 +186,25 @@ Tensor Tensor::to(DLDevice device) const {
   return out;
 }
 
+Tensor Tensor::to(DLDevice device, void* cuda_stream) const {
+  bool from_host = this->device().device_type == kDLCPU;
+  bool to_host = device.device_type == kDLCPU;
+  if (from_host == to_host) return to(device);  // host to host, or device to device by the host
+  PRIMJIT_USER_CHECK(is_compact(*dl())) << "Tensor::to: only compact tensors can be copied";
+  Tensor out = zeros(shape(), dtype(), device);
+  size_t bytes = nbytes();
+  if (bytes == 0) return out;
+  const void* src = static_cast<const uint8_t*>(impl_->dl.data) + impl_->dl.byte_offset;
+  auto* stream = static_cast<CUstream_st*>(cuda_stream);
+  jit::CudaDriver& driver = jit::CudaDriver::get();
+  if (from_host) {
+    driver.copy_to_device_async(reinterpret_cast<jit::DevicePtr>(out.dl()->data), src, bytes,
+                                stream);
+  } else {
+    driver.copy_to_host_async(out.dl()->data, reinterpret_cast<jit::DevicePtr>(src), bytes, stream);
+  }
+  driver.synchronize_stream(stream);
+  return out;
+}
+
 }  // namespace primjit

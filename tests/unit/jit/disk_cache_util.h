@@ -80,7 +80,8 @@ inline jit::CachedVariant sample_variant() {
   v.device.ptx = false;
   v.device.arch = 90;
   v.device.image = std::string("cubin\0bytes", 11);
-  v.device.kernels = {{"main_kernel", {"blockIdx.x", "threadIdx.x", attr::kUseDynSharedMemory}}};
+  v.device.kernels = {
+      {"main_kernel", {"blockIdx.x", "threadIdx.x", attr::kUseDynSharedMemory}, {8, 8, 4, 1}}};
   return v;
 }
 
@@ -96,6 +97,7 @@ inline void expect_same(const jit::CachedVariant& a, const jit::CachedVariant& b
   for (size_t i = 0; i < a.device.kernels.size(); ++i) {
     EXPECT_EQ(a.device.kernels[i].name, b.device.kernels[i].name);
     EXPECT_EQ(a.device.kernels[i].launch_params, b.device.kernels[i].launch_params);
+    EXPECT_EQ(a.device.kernels[i].param_bytes, b.device.kernels[i].param_bytes);
   }
 }
 

@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "examples/kernels.h"
+#include "jit/cuda/driver.h"
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
+#include "tests/unit/jit/cuda_graph_api.h"
 #include "tests/unit/jit/jit_test_util.h"
 #include "tests/unit/test_util.h"
 
@@ -189,6 +191,136 @@ TEST(JitCuda, DiskCacheHitLoadsDeviceCodeWithoutNvrtc) {
       EXPECT_EQ(s.reasons, std::vector<std::string>{"first call (disk cache)"});
     }
   }
+}
+
+// Row softmax of `x` (rows of 256), in double.
+void expect_row_softmax(const Tensor& x, const Tensor& y, int rows) {
+  for (int r = 0; r < rows; ++r) {
+    const float* row = x.data<float>() + r * 256;
+    float mx = *std::max_element(row, row + 256);
+    double sum = 0;
+    for (int j = 0; j < 256; ++j) sum += std::exp(row[j] - mx);
+    for (int j = 0; j < 256; ++j) {
+      ASSERT_NEAR(y.data<float>()[r * 256 + j], std::exp(row[j] - mx) / sum, 1e-6) << r;
+    }
+  }
+}
+
+void expect_vector_add(const Tensor& a, const Tensor& b, const Tensor& c) {
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    ASSERT_EQ(c.data<float>()[i], a.data<float>()[i] + b.data<float>()[i]) << i;
+  }
+}
+
+// A stream of the test's own, non-blocking (it does not wait for the default stream).
+struct Stream {
+  CUstream stream = nullptr;
+  Stream() {
+    jit::CudaDriver::get().make_current(0);
+    test::cuda_ok(test::CudaGraphApi::get().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
+                  "cuStreamCreate");
+  }
+  ~Stream() { test::CudaGraphApi::get().cuStreamDestroy(stream); }
+  void synchronize() const {
+    test::cuda_ok(test::CudaGraphApi::get().cuStreamSynchronize(stream), "cuStreamSynchronize");
+  }
+};
+
+// The stream is part of the call: the same variant runs on any stream, without a compile.
+TEST(JitCuda, CallsOnOtherStreamsShareTheVariant) {
+  REQUIRE_GPU();
+  Jit jit;
+  Kernel k = jit.kernel(examples::vector_add_cuda(), {.target = Target::cuda()});
+  Tensor a = filled({5000}, 11), b = filled({5000}, 12);
+  Tensor da = a.to(kGpu), db = b.to(kGpu);
+  Stream s1, s2;
+  for (CUstream s : {s1.stream, s2.stream}) {
+    Tensor dc = Tensor::zeros({5000}, DataType::Float(32), kGpu);
+    k(da, db, dc, CallOptions{.cuda_stream = s});
+    test::cuda_ok(test::CudaGraphApi::get().cuStreamSynchronize(s), "cuStreamSynchronize");
+    expect_vector_add(a, b, dc.to(kCpu));
+  }
+  EXPECT_EQ(k.stats().misses, 1u);
+  // A kernel whose default stream is s2 shares the variant too.
+  Kernel on_s2 =
+      jit.kernel(examples::vector_add_cuda(), {.target = Target::cuda(), .cuda_stream = s2.stream});
+  Tensor dc = Tensor::zeros({5000}, DataType::Float(32), kGpu);
+  on_s2(da, db, dc);
+  s2.synchronize();
+  expect_vector_add(a, b, dc.to(kCpu));
+  EXPECT_EQ(on_s2.stats().misses, 0u);
+}
+
+// Launches of two kernels captured into a CUDA graph on a stream, then replayed: the graph
+// computes what the calls compute. A first call during the capture refuses to compile.
+TEST(JitCuda, LaunchesCaptureIntoACudaGraph) {
+  REQUIRE_GPU();
+  const test::CudaGraphApi& api = test::CudaGraphApi::get();
+  Jit jit;
+  Kernel add = jit.kernel(examples::vector_add_cuda(), {.target = Target::cuda()});
+  Kernel softmax = jit.kernel(examples::row_softmax(), {.target = Target::cuda()});
+  Tensor a = filled({3000}, 13), b = filled({3000}, 14), x = filled({37, 256}, 15);
+  Tensor da = a.to(kGpu), db = b.to(kGpu), dx = x.to(kGpu);
+  Tensor dc = Tensor::zeros({3000}, DataType::Float(32), kGpu);
+  Tensor dy = Tensor::zeros({37, 256}, DataType::Float(32), kGpu);
+  // Allocated before the capture (no allocation during it), for a call with new shapes.
+  Tensor s1 = Tensor::zeros({100}, DataType::Float(32), kGpu);
+  Tensor s2 = Tensor::zeros({100}, DataType::Float(32), kGpu);
+  Tensor s3 = Tensor::zeros({100}, DataType::Float(32), kGpu);
+  Stream s;
+  CallOptions on_s{.cuda_stream = s.stream};
+  add(da, db, dc, on_s);  // compiled and loaded before the capture
+  softmax(dx, dy, on_s);
+  s.synchronize();
+
+  test::cuda_ok(api.cuStreamBeginCapture(s.stream, CU_STREAM_CAPTURE_MODE_GLOBAL),
+                "cuStreamBeginCapture");
+  add(da, db, dc, on_s);
+  EXPECT_ERROR_CONTAINS(add(s1, s2, s3, on_s), "capturing a CUDA graph");
+  softmax(dx, dy, on_s);
+  CUgraph graph = nullptr;
+  test::cuda_ok(api.cuStreamEndCapture(s.stream, &graph), "cuStreamEndCapture");
+  CUgraphExec exec = nullptr;
+  test::cuda_ok(api.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiate");
+
+  jit::CudaDriver& driver = jit::CudaDriver::get();
+  driver.fill_async(reinterpret_cast<jit::DevicePtr>(dc.dl()->data), 0, dc.nbytes(), s.stream);
+  driver.fill_async(reinterpret_cast<jit::DevicePtr>(dy.dl()->data), 0, dy.nbytes(), s.stream);
+  test::cuda_ok(api.cuGraphLaunch(exec, s.stream), "cuGraphLaunch");
+  s.synchronize();
+  expect_vector_add(a, b, dc.to(kCpu));
+  expect_row_softmax(x, dy.to(kCpu), 37);
+  api.cuGraphExecDestroy(exec);
+  api.cuGraphDestroy(graph);
+  EXPECT_EQ(add.stats().misses, 1u);  // the refused call compiled nothing
+  EXPECT_EQ(add.stats().variants, 1u);
+  EXPECT_EQ(softmax.stats().misses, 1u);
+}
+
+// A prepared call replays the call's two launches: the same results, also on another stream.
+TEST(JitCuda, PreparedCallReplaysTheLaunches) {
+  REQUIRE_GPU();
+  Jit jit;
+  Kernel k = jit.kernel(examples::matmul_relu(), {.target = Target::cuda()});
+  Tensor a = filled({128, 128}, 16), b = filled({128, 128}, 17);
+  Tensor da = a.to(kGpu), db = b.to(kGpu);
+  Tensor dc = Tensor::zeros({128, 128}, DataType::Float(32), kGpu);
+  Tensor dd = Tensor::zeros({128, 128}, DataType::Float(32), kGpu);
+  Stream s;
+  PreparedCall p = k.prepare(da, db, dc, dd, CallOptions{.cuda_stream = s.stream});
+  EXPECT_EQ(p.num_launches(), 2u);
+  s.synchronize();
+  EXPECT_EQ(dd.to(kCpu).data<float>()[0], 0.0f);  // prepare records, it runs nothing
+  p.launch();
+  s.synchronize();
+  expect_matmul_relu(a, b, dc.to(kCpu), dd.to(kCpu));
+  jit::CudaDriver::get().fill_async(reinterpret_cast<jit::DevicePtr>(dd.dl()->data), 0, dd.nbytes(),
+                                    s.stream);
+  s.synchronize();
+  Stream other;
+  p.launch(other.stream);
+  other.synchronize();
+  expect_matmul_relu(a, b, dc.to(kCpu), dd.to(kCpu));
 }
 
 }  // namespace
