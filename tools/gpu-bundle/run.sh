@@ -172,9 +172,13 @@ summary() {
   echo
   echo "==== primjit GPU bundle: run.sh $what ($(date -u +%Y-%m-%dT%H:%MZ)) ===="
   echo "bundle     : $(awk '$1 == "version" { $1 = ""; print substr($0, 2) }' "$here/build-info")"
-  echo "device     : $(sed -n 's/^preflight: device \(.*\)/\1/p' "$logs/preflight.log" 2>/dev/null |
-                        head -n1)"
-  echo "driver     : $(sed -n 's/^preflight: driver: //p' "$logs/preflight.log" 2>/dev/null)"
+  if [ -f "$logs/preflight.log" ]; then
+    echo "device     : $(sed -n 's/^preflight: device \(.*\)/\1/p' "$logs/preflight.log" |
+                          head -n1)"
+    echo "driver     : $(sed -n 's/^preflight: driver: //p' "$logs/preflight.log")"
+  else
+    echo "device     : none checked (cpu-tests: GPU tests skip, the crosscheck runs emu for cuda)"
+  fi
   if [[ $ran == *tests* ]]; then
     echo "tests      : $tests_passed passed, $tests_skipped skipped, $tests_failed failed" \
          "($test_programs programs)"
