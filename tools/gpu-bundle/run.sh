@@ -186,7 +186,8 @@ summary() {
   fi
   [[ $ran == *demo* ]] && echo "demo       : $demo"
   [[ $ran == *bench* ]] && bench_lines
-  echo "result     : $([ $status -eq 0 ] && echo passed || echo FAILED); logs in $logs"
+  echo "result     : $([ $status -eq 0 ] && echo passed || echo FAILED) in" \
+       "$((SECONDS / 60))m$((SECONDS % 60))s; logs in $logs"
 }
 
 case "$what" in
