@@ -19,6 +19,7 @@
 //   driver API version: 13000
 //   device 0: NVIDIA H100 80GB HBM3 (sm_90, 132 multiprocessors)
 // and exits 1 with the reason when there is no driver or no device.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -170,6 +171,12 @@ emu::Backend jit_backend(pj::Jit& jit, const pj::IRModule& module, const pj::Tar
                   << "argument #" << i << " has a dtype a Tensor cannot hold";
               std::vector<int64_t> shape(host[i].shape, host[i].shape + host[i].ndim);
               pj::Tensor staged = pj::Tensor::zeros(shape, dtype);
+              int64_t bytes = std::max(1, host[i].dtype.bits / 8) * host[i].dtype.lanes;
+              for (int64_t d : shape) bytes *= d;
+              if (static_cast<size_t>(bytes) != staged.nbytes()) {
+                throw emu::UnsupportedError("argument #" + std::to_string(i) + " (" + dtype.str() +
+                                            ") is laid out differently in a Tensor");
+              }
               std::memcpy(staged.data<uint8_t>(), host[i].data, staged.nbytes());
               device[i] = staged.to({kDLCUDA, 0});
               call.emplace_back(device[i]);
