@@ -5,7 +5,9 @@
 #              libprimjit_jit, stripped
 #   lib/       primjit's libraries and the few shared libraries the GPU machine lacks (oneTBB,
 #              Google Benchmark, libsodium, hiredis, zlib/zstd, this libstdc++)
-#   programs/  every text program of tests/ with GPU kernels, for run.sh tests' crosscheck
+#   src/       the data the test programs read (tests/{ir,tvmscript,passes,emu,lit/Inputs},
+#              docs/semantics.md; the build points them here, relative to the bundle), whose
+#              text programs run.sh tests' crosscheck also runs
 #   share/hand_kernels.fatbin   bench/hand_kernels.cu compiled by the toolkit's nvcc (sm_90 and
 #              compute_90 PTX) for bench_kernels' nvcc baseline; absent (and those rows without
 #              it) when nvcc is missing here
@@ -28,11 +30,14 @@ mapfile -t programs < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' tools/gpu-bundle
 limit=$((60 * 1024 * 1024))
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 
+# Test programs read their data relative to the bundle (run.sh runs them from its folder).
+bash tools/deps.sh
+cmake --preset gpu-bundle -DPRIMJIT_TEST_DATA_ROOT=src >/dev/null
 bash tools/build.sh gpu-bundle --target "${programs[@]}"
 build=build/gpu-bundle
 
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/lib" "$out/programs" "$out/share"
+mkdir -p "$out/bin" "$out/lib" "$out/src/tests" "$out/src/docs" "$out/share"
 for p in "${programs[@]}"; do cp "$build/bin/$p" "$out/bin/"; done
 # primjit's own libraries under their sonames (what the programs NEED).
 for lib in "$build"/lib/libprimjit_*.so.*; do
@@ -53,12 +58,12 @@ for dep in libtbb.so.12 libsodium.so.23 libhiredis.so.0.14 libbenchmark.so.1debi
 done
 strip --strip-unneeded "$out"/bin/* "$out"/lib/*
 
-# The text programs with GPU kernels (a cuda target or thread launches), under their paths.
-grep -rlE --include='*.tir' 'T\.target\("cuda|"cuda"|launch_thread|thread_extent' tests |
-  sort | while read -r f; do
-    mkdir -p "$out/programs/$(dirname "$f")"
-    cp "$f" "$out/programs/$f"
-  done
+# The test programs' data, with every text program that has GPU kernels.
+for d in ir tvmscript passes emu lit/Inputs; do
+  mkdir -p "$out/src/tests/$(dirname "$d")"
+  cp -r "tests/$d" "$out/src/tests/$d"
+done
+cp docs/semantics.md "$out/src/docs/"
 
 # The nvcc baseline of bench_kernels.
 nvcc=$(command -v nvcc || echo "$cuda_home/bin/nvcc")
@@ -95,7 +100,7 @@ cp tools/gpu-bundle/run.sh tools/gpu-bundle/preflight.sh "$out/"
 
 size=$(du -sb "$out" | cut -f1)
 echo "gpu-bundle: $out is $((size / 1024 / 1024)) MiB ($size bytes)," \
-     "$(find "$out/programs" -name '*.tir' | wc -l) text programs"
+     "$(find "$out/src" -name '*.tir' | wc -l) text programs"
 if [ "$size" -gt "$limit" ]; then
   echo "gpu-bundle: over the 60 MiB the bundle may take" >&2
   exit 1

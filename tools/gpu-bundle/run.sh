@@ -2,8 +2,9 @@
 # Runs the primjit GPU bundle (made by tools/gpu-bundle.sh) from wherever it lies, on a machine
 # with an NVIDIA GPU, its driver and the CUDA toolkit (for NVRTC) and nothing else.
 #   run.sh [tests|demo|bench|all]   (default: all)
-#     tests   the test programs (GPU tests included), then every GPU kernel of the carried text
-#             programs (programs/) on cuda against the interpreter (primjit-crosscheck)
+#     tests   the test programs (GPU tests included; run from the bundle's folder, they read
+#             their data in src/), then every GPU kernel of the text programs in src/ on cuda
+#             against the interpreter (primjit-crosscheck)
 #     demo    the main job (jit_demo, what the README's first command runs) on cuda, twice: the
 #             second process loads its variants from the disk cache; and toolchain_demo
 #     bench   launch overhead against raw cuLaunchKernel (bench_launch), kernels against NVRTC-
@@ -29,6 +30,9 @@ case "$what" in
 esac
 logs=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/primjit-bundle.XXXXXX")}
 mkdir -p "$logs"
+logs=$(cd "$logs" && pwd)
+# Test programs find their data (src/) relative to the bundle.
+cd "$here" || exit 1
 # A disk cache of the bundle's own, empty at the start of the run.
 export PRIMJIT_CACHE_DIR="$logs/cache"
 rm -rf "$PRIMJIT_CACHE_DIR"
@@ -75,7 +79,7 @@ run_tests() {
     tests_failed=$((tests_failed + ${n:-0}))
   done
   local target=$1
-  mapfile -t programs < <(find "$here/programs" -name '*.tir' | sort)
+  mapfile -t programs < <(find "$here/src" -name '*.tir' | sort)
   step crosscheck "$here/bin/primjit-crosscheck" --target="$target" "${programs[@]}"
   cross=$(sed -n 's/^crosscheck (\(.*\)): \(.*\)/\2 (\1)/p' "$logs/crosscheck.log" | tail -n1)
 }

@@ -44,7 +44,7 @@ chmod +x "$fakebin"/*
 
 # --- the fake bundle -----------------------------------------------------------------------
 bundle=$scratch/bundle
-mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/programs/tests" "$bundle/share"
+mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/src/tests" "$bundle/share"
 cp "$tools/run.sh" "$tools/preflight.sh" "$bundle/"
 cat > "$bundle/build-info" <<'EOF'
 version primjit 0.1.0 (commit abc1234), built 2026-11-26 with CUDA 13.0, glibc 2.36
@@ -53,7 +53,7 @@ cuda 13.0
 driver_api 13000
 driver_release 580
 EOF
-touch "$bundle/lib/libprimjit_jit.so.0.1" "$bundle/programs/tests/a.tir"
+touch "$bundle/lib/libprimjit_jit.so.0.1" "$bundle/src/tests/a.tir"
 cat > "$bundle/bin/primjit-crosscheck" <<'EOF'
 #!/usr/bin/env bash
 if [ "$1" = --devices ]; then
@@ -70,6 +70,7 @@ EOF
 for t in primjit_one_tests primjit_two_tests; do
   cat > "$bundle/bin/$t" <<'EOF'
 #!/usr/bin/env bash
+[ -d src/tests ] || { echo "not run from the bundle's folder: $PWD"; exit 1; }
 echo "[==========] 12 tests from 3 test suites ran. (5 ms total)"
 echo "[  PASSED  ] 10 tests."
 echo "[  SKIPPED ] 2 tests, listed below:"
@@ -172,7 +173,7 @@ check "tests passes" test "$rc" -eq 0
 check "tests: counts summed" has "tests      : 20 passed, 4 skipped, 0 failed (2 programs)"
 check "tests: crosscheck totals" \
   has "crosscheck : 1 files, 5 kernels: 4 compared, 1 skipped, 0 failed (cuda vs emu)"
-check "tests: crosscheck gets the programs" grep -q -- "--target=cuda .*/programs/tests/a.tir" \
+check "tests: crosscheck gets the programs" grep -q -- "--target=cuda .*/src/tests/a.tir" \
   "$scratch/logs/crosscheck.args"
 check "tests: device in the summary" has "device     : 0: NVIDIA H100 80GB HBM3 (sm_90"
 check "tests: driver in the summary" has "driver     : API 13000, release 580.65.06 (needs 13000)"
