@@ -33,9 +33,10 @@ mkdir -p "$logs"
 logs=$(cd "$logs" && pwd)
 # Test programs find their data (src/) relative to the bundle.
 cd "$here" || exit 1
-# A disk cache of the bundle's own, empty at the start of the run.
-export PRIMJIT_CACHE_DIR="$logs/cache"
-rm -rf "$PRIMJIT_CACHE_DIR"
+# A disk cache of the run's own, empty at the start (and not among the logs).
+PRIMJIT_CACHE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/primjit-bundle-cache.XXXXXX")
+export PRIMJIT_CACHE_DIR
+trap 'rm -rf "$PRIMJIT_CACHE_DIR"' EXIT
 export PRIMJIT_HAND_KERNELS="$here/share/hand_kernels.fatbin"
 [ -f "$PRIMJIT_HAND_KERNELS" ] || unset PRIMJIT_HAND_KERNELS
 status=0
