@@ -63,8 +63,14 @@ step() {
 # --- tests -------------------------------------------------------------------------------------
 tests_passed=0 tests_skipped=0 tests_failed=0 test_programs=0
 cross=""
-# The count on gtest's summary line "[  WORD  ] N tests..." of $logs/T.log.
-gtest_count() { sed -n "s/^\[  $2 *\] \([0-9]*\) tests\?[,.].*/\1/p" "$logs/$1.log" | head -n1; }
+# The count on gtest's summary line "[  WORD  ] N tests..." of $logs/T.log, after the program's
+# last "[==========] ... ran." line (child processes some tests start print summaries too).
+gtest_count() {
+  awk -v word="$2" '
+    /^\[==========\] .* ran\./ { n = "" }
+    $0 ~ "^\\[  " word " *\\] [0-9]+ tests?[,.]" { n = $4 }
+    END { print n }' "$logs/$1.log"
+}
 run_tests() {
   local t n rc
   for t in "$here"/bin/primjit_*_tests; do
