@@ -4,13 +4,20 @@
 // BM_VectorAdd: C = A + B (examples::vector_add_cuda) on 2^26 float32, 768 MiB read and written
 //   per call, against a device-to-device copy (cuMemcpyDtoDAsync) of 384 MiB, which reads and
 //   writes as many bytes. Counters: GBps (bytes read + written per second by the vector add),
-//   copy_GBps, ratio = GBps / copy_GBps (goal: at least 0.90).
+//   copy_GBps, ratio = GBps / copy_GBps (goal: at least 0.90); with the nvcc image (below) also
+//   nvcc_GBps and vs_nvcc = nvcc-compiled time / Kernel time.
 // BM_TiledMatmul/n: C = A @ B on n x n float32 (n = 1024, 4096) with the tiling of
 //   examples::matmul_relu's matmul (one 256-thread block per 16 x 16 tile of C, 16 x 16 tiles
 //   of A and B staged through shared memory, one output per thread), there fixed at 128, here
 //   for any multiple of 16; against the same tiling written by hand in CUDA C and compiled by
 //   NVRTC for the device (ptxas -O3). Counters: TFLOPs (2 n^3 per call), hand_TFLOPs,
-//   ratio = hand-written time / Kernel time (goal: at least 0.98).
+//   ratio = hand-written time / Kernel time (goal: at least 0.98); with the nvcc image also
+//   nvcc_TFLOPs and vs_nvcc = nvcc-compiled time / Kernel time.
+//
+// The nvcc image: bench/hand_kernels.cu (the same kernels by hand, vector add included)
+// compiled ahead of time by the toolkit's nvcc into a fatbin (sm_90 and PTX; the GPU bundle
+// builds it). PRIMJIT_HAND_KERNELS=FILE names it; without it the nvcc counters are absent. A
+// named file that is missing or does not load fails the run.
 //
 // Timing: CUDA events around one call that is enqueued while an untimed call of the same kind
 // still runs, so the GPU goes from one to the next and the host's launch cost stays out (that is
@@ -22,8 +29,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -91,6 +101,26 @@ double gpu_seconds(jit::CudaDriver& driver, EventPair& events, Op&& op) {
   return static_cast<double>(driver.elapsed_ms(events.start, events.stop)) * 1e-3;
 }
 
+// --- the nvcc-compiled kernels ----------------------------------------------------------------
+
+// Function `name` of the image PRIMJIT_HAND_KERNELS names (loaded once, on the first use);
+// nullptr when the variable is unset. Throws primjit::Error when the image cannot be read or
+// loaded, or lacks the function.
+CUfunc_st* nvcc_function(jit::CudaDriver& driver, const std::string& name) {
+  static CUmod_st* module = [&driver]() -> CUmod_st* {
+    const char* path = std::getenv("PRIMJIT_HAND_KERNELS");
+    if (path == nullptr || *path == '\0') return nullptr;
+    std::ifstream in(path, std::ios::binary);
+    PRIMJIT_USER_CHECK(in.good())
+        << "PRIMJIT_HAND_KERNELS: cannot read '" << path
+        << "' (the nvcc-compiled bench/hand_kernels.cu; unset the variable to run without it)";
+    std::ostringstream image;
+    image << in.rdbuf();
+    return driver.load_module(image.str());
+  }();
+  return module == nullptr ? nullptr : driver.function(module, name);
+}
+
 // --- vector add ------------------------------------------------------------------------------
 
 // Made at the first run on a GPU (and checked), kept for the whole run.
@@ -142,14 +172,22 @@ void BM_VectorAdd(benchmark::State& state) {
   VectorAdd& v = vector_add(*driver);
   if (!v.error.empty()) return fail_benchmark(state, v.error);
   try {
+    CUfunc_st* nvcc = nvcc_function(*driver, "hand_vector_add");
+    int n = static_cast<int>(kVectorLength);
+    void* nvcc_params[] = {&v.a.dl()->data, &v.b.dl()->data, &v.c.dl()->data, &n};
+    const jit::Dim3 grid{static_cast<unsigned>(kVectorLength / 256), 1, 1}, block{256, 1, 1};
     EventPair events(*driver);
-    double kernel_s = 0, copy_s = 0;
+    double kernel_s = 0, copy_s = 0, nvcc_s = 0;
     for (auto _ : state) {
       const double t =
           gpu_seconds(*driver, events, [&] { v.kernel(v.a.dl(), v.b.dl(), v.c.dl()); });
       copy_s += gpu_seconds(*driver, events, [&] {
         driver->copy_device_async(v.copy_to, v.copy_from, v.copy_bytes);
       });
+      if (nvcc != nullptr) {
+        nvcc_s += gpu_seconds(*driver, events,
+                              [&] { driver->launch(nvcc, grid, block, 0, nvcc_params); });
+      }
       kernel_s += t;
       state.SetIterationTime(t);
     }
@@ -158,6 +196,10 @@ void BM_VectorAdd(benchmark::State& state) {
     state.counters["GBps"] = bytes / kernel_s * 1e-9;
     state.counters["copy_GBps"] = bytes / copy_s * 1e-9;
     state.counters["ratio"] = copy_s / kernel_s;
+    if (nvcc != nullptr) {
+      state.counters["nvcc_GBps"] = bytes / nvcc_s * 1e-9;
+      state.counters["vs_nvcc"] = nvcc_s / kernel_s;
+    }
   } catch (const std::exception& e) {
     fail_benchmark(state, e.what());
   }
@@ -259,6 +301,8 @@ struct Matmul {
   // On a GPU:
   bool loaded = false;
   CUfunc_st* hand = nullptr;
+  bool nvcc_checked = false;
+  CUfunc_st* nvcc = nullptr;  // the nvcc-compiled one, when there is an image
   Tensor a, b, c, c_hand;
 };
 
@@ -313,6 +357,24 @@ void load(Matmul& m, jit::CudaDriver& driver) {
   }
 }
 
+// Finds the nvcc-compiled kernel for m.n (if there is an image), runs it once into c_hand and
+// checks it (failures go to m.error).
+void check_nvcc(Matmul& m, jit::CudaDriver& driver) {
+  const int n = m.n;
+  m.nvcc_checked = true;
+  try {
+    m.nvcc = nvcc_function(driver, "hand_tiled_matmul_" + std::to_string(n));
+    if (m.nvcc == nullptr) return;
+    driver.fill_async(reinterpret_cast<jit::DevicePtr>(m.c_hand.dl()->data), 0, m.c_hand.nbytes());
+    void* params[] = {&m.a.dl()->data, &m.b.dl()->data, &m.c_hand.dl()->data};
+    driver.launch(m.nvcc, matmul_grid(n), matmul_block(), 0, params);
+    Tensor a = m.a.to(kCpu), b = m.b.to(kCpu), c = m.c_hand.to(kCpu);
+    m.error = check_matmul("nvcc-compiled", a.data<float>(), b.data<float>(), c.data<float>(), n);
+  } catch (const std::exception& e) {
+    m.error = e.what();
+  }
+}
+
 void BM_TiledMatmul(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   Matmul& m = matmul(n);
@@ -322,15 +384,22 @@ void BM_TiledMatmul(benchmark::State& state) {
   try {
     if (!m.loaded) load(m, *driver);
     if (!m.error.empty()) return fail_benchmark(state, m.error);
+    if (!m.nvcc_checked) check_nvcc(m, *driver);
+    if (!m.error.empty()) return fail_benchmark(state, m.error);
     EventPair events(*driver);
     void* params[] = {&m.a.dl()->data, &m.b.dl()->data, &m.c_hand.dl()->data};
-    double kernel_s = 0, hand_s = 0;
+    double kernel_s = 0, hand_s = 0, nvcc_s = 0;
     for (auto _ : state) {
       const double t =
           gpu_seconds(*driver, events, [&] { m.kernel(m.a.dl(), m.b.dl(), m.c.dl()); });
       hand_s += gpu_seconds(*driver, events, [&] {
         driver->launch(m.hand, matmul_grid(n), matmul_block(), 0, params);
       });
+      if (m.nvcc != nullptr) {
+        nvcc_s += gpu_seconds(*driver, events, [&] {
+          driver->launch(m.nvcc, matmul_grid(n), matmul_block(), 0, params);
+        });
+      }
       kernel_s += t;
       state.SetIterationTime(t);
     }
@@ -338,6 +407,10 @@ void BM_TiledMatmul(benchmark::State& state) {
     state.counters["TFLOPs"] = flops / kernel_s * 1e-12;
     state.counters["hand_TFLOPs"] = flops / hand_s * 1e-12;
     state.counters["ratio"] = hand_s / kernel_s;
+    if (m.nvcc != nullptr) {
+      state.counters["nvcc_TFLOPs"] = flops / nvcc_s * 1e-12;
+      state.counters["vs_nvcc"] = nvcc_s / kernel_s;
+    }
   } catch (const std::exception& e) {
     fail_benchmark(state, e.what());
   }

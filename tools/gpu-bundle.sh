@@ -1,27 +1,43 @@
 #!/usr/bin/env bash
-# Builds the GPU bundle: the GPU-relevant test, benchmark and example programs with LLVM linked
-# statically into libprimjit_jit, plus the few shared libraries the GPU machine lacks (oneTBB,
-# Google Benchmark, zlib/zstd, this libstdc++), stripped, in one folder with a run.sh. The GPU machine has
-# CUDA 13 and the driver but no LLVM, TBB or GoogleTest; it finds NVRTC in its own toolkit.
+# Builds the GPU bundle: a folder (at most 60 MiB) that runs on a GPU machine that has only the
+# NVIDIA driver and the CUDA 13 toolkit (no LLVM, TBB, GoogleTest, Google Benchmark):
+#   bin/       the programs of tools/gpu-bundle/programs.txt, LLVM linked statically into
+#              libprimjit_jit, stripped
+#   lib/       primjit's libraries and the few shared libraries the GPU machine lacks (oneTBB,
+#              Google Benchmark, libsodium, hiredis, zlib/zstd, this libstdc++)
+#   src/       the data the test programs read (tests/{ir,tvmscript,passes,emu,lit/Inputs},
+#              docs/semantics.md; the build points them here, relative to the bundle), whose
+#              text programs run.sh tests' crosscheck also runs
+#   share/hand_kernels.fatbin   bench/hand_kernels.cu compiled by the toolkit's nvcc (sm_90 and
+#              compute_90 PTX) for bench_kernels' nvcc baseline; absent (and those rows without
+#              it) when nvcc is missing here
+#   build-info the build machine's glibc, the CUDA version of the NVRTC built against and the
+#              driver it needs, for run.sh's checks of the machine
+#   run.sh, preflight.sh   (tools/gpu-bundle/): run.sh [tests|demo|bench|all]
+#
 #   tools/gpu-bundle.sh [--verify] [OUT_DIR]   (default: gpu-bundle/, git-ignored)
-# --verify then runs the bundle's tests here, as the GPU machine would: from a copy in another
-# directory with an empty LD_LIBRARY_PATH (GPU tests skip without a driver).
-# Then, on the GPU machine:  OUT_DIR/run.sh [tests|bench|demo|all]
+# --verify then checks the bundle here, as the GPU machine would use it: from a copy in another
+# directory with an empty LD_LIBRARY_PATH, `run.sh tests` must stop at its GPU check (this
+# machine has none) and `run.sh cpu-tests` must pass (test programs with the GPU tests
+# skipping, the crosscheck with emu for cuda). Takes ~20 minutes on 2 cores with a cold ccache; not part
+# of the test suite (tools/gpu-bundle/*_test.sh test its pieces without building it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 verify=0
 if [ "${1:-}" = --verify ]; then verify=1; shift; fi
 out=${1:-gpu-bundle}
-programs=(primjit_ir_tests primjit_structural_tests primjit_text_tests primjit_jit_tests primjit_emu_tests
-          bench_compile_latency bench_dispatch bench_host_codegen bench_compile bench_launch bench_kernels
-          toolchain_demo jit_demo primjit-run)
-limit=$((64 * 1024 * 1024))
+mapfile -t programs < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' tools/gpu-bundle/programs.txt)
+limit=$((60 * 1024 * 1024))
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
 
+# Test programs read their data relative to the bundle (run.sh runs them from its folder).
+bash tools/deps.sh
+cmake --preset gpu-bundle -DPRIMJIT_TEST_DATA_ROOT=src >/dev/null
 bash tools/build.sh gpu-bundle --target "${programs[@]}"
 build=build/gpu-bundle
 
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/lib"
+mkdir -p "$out/bin" "$out/lib" "$out/src/tests" "$out/src/docs" "$out/share"
 for p in "${programs[@]}"; do cp "$build/bin/$p" "$out/bin/"; done
 # primjit's own libraries under their sonames (what the programs NEED).
 for lib in "$build"/lib/libprimjit_*.so.*; do
@@ -42,56 +58,51 @@ for dep in libtbb.so.12 libsodium.so.23 libhiredis.so.0.14 libbenchmark.so.1debi
 done
 strip --strip-unneeded "$out"/bin/* "$out"/lib/*
 
-cat > "$out/run.sh" <<'RUN'
-#!/usr/bin/env bash
-# Runs the primjit GPU bundle from wherever it lies. GPU tests skip when no driver is present.
-#   run.sh [tests|bench|demo|all]    (default: all)
-# Benchmark JSON goes to $OUT/bench_*.json when OUT is set.
-set -uo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-what=${1:-all}
-status=0
-missing=$(ldd "$here"/bin/* "$here"/lib/libprimjit_jit.so.* 2>/dev/null | grep 'not found' | sort -u)
-if [ -n "$missing" ]; then
-  echo "run.sh: unresolved libraries (is the CUDA toolkit at /usr/local/cuda?):" >&2
-  echo "$missing" >&2
-  exit 1
+# The test programs' data, with every text program that has GPU kernels.
+for d in ir tvmscript passes emu lit/Inputs; do
+  mkdir -p "$out/src/tests/$(dirname "$d")"
+  cp -r "tests/$d" "$out/src/tests/$d"
+done
+cp docs/semantics.md "$out/src/docs/"
+
+# The nvcc baseline of bench_kernels.
+nvcc=$(command -v nvcc || echo "$cuda_home/bin/nvcc")
+if [ -x "$nvcc" ]; then
+  "$nvcc" -O3 -fatbin -gencode 'arch=compute_90,code=[sm_90,compute_90]' \
+          -o "$out/share/hand_kernels.fatbin" bench/hand_kernels.cu
+else
+  echo "gpu-bundle: no nvcc (looked on PATH and in $cuda_home/bin): bench_kernels runs without" \
+       "its nvcc baseline" >&2
 fi
-step() {
-  echo "=== $*"
-  "$@" || { echo "=== FAILED: $*"; status=1; }
-}
-if [ "$what" = demo ] || [ "$what" = all ]; then
-  step "$here/bin/toolchain_demo"
-  step "$here/bin/jit_demo"
-fi
-if [ "$what" = tests ] || [ "$what" = all ]; then
-  for t in primjit_ir_tests primjit_structural_tests primjit_text_tests; do
-    step "$here/bin/$t" --gtest_brief=1
-  done
-  step "$here/bin/primjit_jit_tests" --gtest_brief=1
-  step "$here/bin/primjit_emu_tests" --gtest_brief=1
-fi
-if [ "$what" = bench ] || [ "$what" = all ]; then
-  json=()
-  [ -n "${OUT:-}" ] && json=(--benchmark_out="$OUT/bench_compile_latency.json" --benchmark_out_format=json)
-  step "$here/bin/bench_compile_latency" --benchmark_repetitions=3 \
-       --benchmark_report_aggregates_only=true "${json[@]}"
-  for b in bench_launch bench_kernels bench_compile bench_dispatch bench_host_codegen; do
-    json=()
-    [ -n "${OUT:-}" ] && json=(--benchmark_out="$OUT/$b.json" --benchmark_out_format=json)
-    step "$here/bin/$b" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true "${json[@]}"
-  done
-fi
-echo "=== run.sh: $([ $status -eq 0 ] && echo passed || echo FAILED)"
-exit $status
-RUN
-chmod +x "$out/run.sh"
+
+# What run.sh's preflight checks against: this glibc, the CUDA version NVRTC comes from, the
+# driver API version and driver release that version needs.
+glibc=$(ldd --version | head -n1 | awk '{ print $NF }')
+driver_api=$(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/\1/p' "$cuda_home/include/cuda.h")
+[ -n "$driver_api" ] || { echo "gpu-bundle: no CUDA_VERSION in $cuda_home/include/cuda.h" >&2; exit 1; }
+cuda="$((driver_api / 1000)).$((driver_api % 1000 / 10))"
+# The minimum driver of each CUDA major version (minor version compatibility).
+case "$((driver_api / 1000))" in
+  13) driver_release=580 ;;
+  12) driver_release=525 ;;
+  *) echo "gpu-bundle: no known minimum driver for CUDA $cuda" >&2; exit 1 ;;
+esac
+version=$(sed -n 's/^project(primjit VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+cat > "$out/build-info" <<INFO
+version primjit $version (commit $commit), built $(date -u +%Y-%m-%d) with CUDA $cuda, glibc $glibc
+glibc $glibc
+cuda $cuda
+driver_api $driver_api
+driver_release $driver_release
+INFO
+cp tools/gpu-bundle/run.sh tools/gpu-bundle/preflight.sh "$out/"
 
 size=$(du -sb "$out" | cut -f1)
-echo "gpu-bundle: $out is $((size / 1024 / 1024)) MiB ($size bytes)"
-if [ "$size" -ge "$limit" ]; then
-  echo "gpu-bundle: over the 64 MiB a run can carry" >&2
+echo "gpu-bundle: $out is $((size / 1024 / 1024)) MiB ($size bytes)," \
+     "$(find "$out/src" -name '*.tir' | wc -l) text programs"
+if [ "$size" -gt "$limit" ]; then
+  echo "gpu-bundle: over the 60 MiB the bundle may take" >&2
   exit 1
 fi
 
@@ -99,5 +110,14 @@ if [ $verify -eq 1 ]; then
   scratch=$(mktemp -d)
   trap 'rm -rf "$scratch"' EXIT
   cp -r "$out" "$scratch/bundle"
-  (cd / && env LD_LIBRARY_PATH= "$scratch/bundle/run.sh" tests)
+  echo "gpu-bundle: run.sh tests must stop at its GPU check here"
+  if (cd / && env LD_LIBRARY_PATH= OUT="$scratch/tests" "$scratch/bundle/run.sh" tests) \
+       > "$scratch/tests.log" 2>&1; then
+    cat "$scratch/tests.log"
+    echo "gpu-bundle: run.sh tests passed on a machine without a GPU" >&2
+    exit 1
+  fi
+  grep 'preflight: FAILED' "$scratch/tests.log"
+  grep -q 'nothing ran' "$scratch/tests.log" || { cat "$scratch/tests.log"; exit 1; }
+  (cd / && env LD_LIBRARY_PATH= OUT="$scratch/cpu" "$scratch/bundle/run.sh" cpu-tests)
 fi

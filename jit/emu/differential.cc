@@ -357,7 +357,7 @@ struct RunResult {
   std::optional<Arg> ret;
 };
 
-RunResult run_once(const Interpreter& interp, const std::string& name, const Inputs& inputs) {
+RunResult run_once(const BackendRunner& run, const std::string& name, const Inputs& inputs) {
   RunResult r;
   r.tensors = inputs.tensors;  // fresh copies
   std::vector<Arg> args;
@@ -366,7 +366,7 @@ RunResult run_once(const Interpreter& interp, const std::string& name, const Inp
     args.push_back(t >= 0 ? Arg(r.tensors[static_cast<size_t>(t)].dl()) : inputs.scalars[i]);
   }
   try {
-    r.ret = interp.run(name, args);
+    r.ret = run(name, args);
   } catch (const UnsupportedError& e) {
     r.status = RunResult::Status::kUnsupported;
     r.error = e.what();
@@ -375,6 +375,12 @@ RunResult run_once(const Interpreter& interp, const std::string& name, const Inp
     r.error = e.what();
   }
   return r;
+}
+
+BackendRunner runner_of(const Interpreter& interp) {
+  return [&interp](const std::string& name, std::span<const Arg> args) {
+    return interp.run(name, args);
+  };
 }
 
 bool same_value(DataType t, double a, double b) {
@@ -393,7 +399,9 @@ std::string number(double v) {
 }
 
 // What differs between two successful runs, or "".
-std::string compare(const Inputs& inputs, const RunResult& before, const RunResult& after) {
+std::string compare(const Inputs& inputs, const RunResult& before, const RunResult& after,
+                    const std::string& before_label = "before",
+                    const std::string& after_label = "after") {
   for (size_t i = 0; i < inputs.tensor_of_param.size(); ++i) {
     const int t = inputs.tensor_of_param[i];
     if (t < 0) continue;
@@ -402,7 +410,8 @@ std::string compare(const Inputs& inputs, const RunResult& before, const RunResu
     for (int64_t k = 0; k < a.size(); ++k) {
       if (!same_value(a.dtype(), a.get(k), b.get(k))) {
         return "buffer '" + inputs.names[i] + "' (argument #" + std::to_string(i) + ") element " +
-               a.index_text(k) + ": before " + number(a.get(k)) + ", after " + number(b.get(k));
+               a.index_text(k) + ": " + before_label + " " + number(a.get(k)) + ", " + after_label +
+               " " + number(b.get(k));
       }
     }
   }
@@ -421,7 +430,10 @@ std::string compare(const Inputs& inputs, const RunResult& before, const RunResu
     const bool same = floating ? same_value(DataType::Float(32), value(x), value(y))
                                : (x.kind() == Arg::Kind::kPointer ? x.as_pointer() == y.as_pointer()
                                                                   : x.as_int() == y.as_int());
-    if (!same) return "the return value: before " + x.str() + ", after " + y.str();
+    if (!same) {
+      return "the return value: " + before_label + " " + x.str() + ", " + after_label + " " +
+             y.str();
+    }
   }
   return "";
 }
@@ -443,27 +455,32 @@ struct Step {
   std::function<IRModule(const IRModule&)> run;
 };
 
-DifferentialReport check(IRModule module, const std::vector<Step>& steps,
-                         const DifferentialOptions& options) {
-  DifferentialReport report;
-  for (const Step& s : steps) report.passes.push_back(s.name);
-  if (options.default_target.defined()) {
-    for (const auto& [gvar, func] : module->functions) {
-      if (!func->target().defined()) {
-        module =
-            module.with_function(gvar->name, func.with_attr(attr::kTarget, options.default_target));
-      }
+// `module` with `options.default_target` on the functions that have no target.
+IRModule with_default_target(IRModule module, const DifferentialOptions& options) {
+  if (!options.default_target.defined()) return module;
+  for (const auto& [gvar, func] : module->functions) {
+    if (!func->target().defined()) {
+      module =
+          module.with_function(gvar->name, func.with_attr(attr::kTarget, options.default_target));
     }
   }
+  return module;
+}
 
-  struct Entry {
-    size_t outcome;
-    Inputs inputs;
-    RunResult last;
-    int64_t dim = 0;  // the default dimension the inputs were made with
-  };
+// One set of inputs of a function, with the result of its last run.
+struct Entry {
+  size_t outcome;
+  Inputs inputs;
+  RunResult last;
+  int64_t dim = 0;  // the default dimension the inputs were made with
+};
+
+// Makes the inputs of every function to check, runs each once through `reference` and adds its
+// outcome to `report` (skipped, with the reason, where no input runs); returns the inputs that
+// ran, with their results.
+std::vector<Entry> first_runs(const IRModule& module, const DifferentialOptions& options,
+                              const BackendRunner& reference, DifferentialReport* report) {
   std::vector<Entry> entries;
-  Interpreter input_interp(module, options.interpreter);
   for (const auto& [gvar, func] : module->functions) {
     const std::string& name = gvar->name;
     if (!options.functions.empty() && std::find(options.functions.begin(), options.functions.end(),
@@ -475,7 +492,7 @@ DifferentialReport check(IRModule module, const std::vector<Step>& steps,
     auto skip = [&](std::string why) {
       outcome.status = FunctionOutcome::Status::kSkipped;
       outcome.detail = std::move(why);
-      report.functions.push_back(std::move(outcome));
+      report->functions.push_back(std::move(outcome));
     };
     if (std::string why = not_callable(func); !why.empty()) {
       skip(why);
@@ -492,7 +509,7 @@ DifferentialReport check(IRModule module, const std::vector<Step>& steps,
         if (why.empty()) why = cannot;
         break;
       }
-      RunResult r = run_once(input_interp, name, inputs);
+      RunResult r = run_once(reference, name, inputs);
       ++outcome.runs;
       if (r.status == RunResult::Status::kOk) {
         found = Entry{0, std::move(inputs), std::move(r), dim};
@@ -506,20 +523,30 @@ DifferentialReport check(IRModule module, const std::vector<Step>& steps,
       continue;
     }
     outcome.runs = 1;
-    report.functions.push_back(std::move(outcome));
-    found->outcome = report.functions.size() - 1;
+    report->functions.push_back(std::move(outcome));
+    found->outcome = report->functions.size() - 1;
     // The same function on uniform inputs too, where the input module runs on them.
     for (Pattern pattern : {Pattern::kZeros, Pattern::kOnes}) {
       if (!options.uniform_inputs) break;
       Inputs inputs;
       if (!make_inputs(func, options, found->dim, options.seed, pattern, &inputs).empty()) continue;
-      RunResult r = run_once(input_interp, name, inputs);
+      RunResult r = run_once(reference, name, inputs);
       if (r.status != RunResult::Status::kOk) continue;
-      ++report.functions.back().runs;
+      ++report->functions.back().runs;
       entries.push_back(Entry{found->outcome, std::move(inputs), std::move(r), found->dim});
     }
     entries.push_back(std::move(*found));
   }
+  return entries;
+}
+
+DifferentialReport check(IRModule module, const std::vector<Step>& steps,
+                         const DifferentialOptions& options) {
+  DifferentialReport report;
+  for (const Step& s : steps) report.passes.push_back(s.name);
+  module = with_default_target(module, options);
+  Interpreter input_interp(module, options.interpreter);
+  std::vector<Entry> entries = first_runs(module, options, runner_of(input_interp), &report);
 
   IRModule current = module;
   for (size_t k = 0; k < steps.size(); ++k) {
@@ -555,7 +582,7 @@ DifferentialReport check(IRModule module, const std::vector<Step>& steps,
         mark(FunctionOutcome::Status::kSkipped, "the pass removed the function");
         continue;
       }
-      RunResult r = run_once(interp, o.function, entry.inputs);
+      RunResult r = run_once(runner_of(interp), o.function, entry.inputs);
       ++o.runs;
       if (r.status == RunResult::Status::kUnsupported) {
         mark(FunctionOutcome::Status::kSkipped,
@@ -597,6 +624,36 @@ DifferentialReport check_pipeline(const IRModule& module,
         p, [p](const IRModule& m) { return passes::run_passes(m, std::vector<std::string>{p}); }});
   }
   return check(module, steps, options);
+}
+
+DifferentialReport check_backend(const IRModule& module, const Backend& reference,
+                                 const Backend& candidate, const DifferentialOptions& options) {
+  DifferentialReport report;
+  report.passes.push_back(candidate.name);
+  const IRModule input = with_default_target(module, options);
+  for (Entry& entry : first_runs(input, options, reference.run, &report)) {
+    FunctionOutcome& o = report.functions[entry.outcome];
+    if (o.status != FunctionOutcome::Status::kUnchanged) continue;
+    auto mark = [&](FunctionOutcome::Status status, std::string detail) {
+      o.status = status;
+      o.pass = candidate.name;
+      o.pass_index = 0;
+      o.detail = std::move(detail);
+    };
+    RunResult r = run_once(candidate.run, o.function, entry.inputs);
+    ++o.runs;
+    if (r.status == RunResult::Status::kUnsupported) {
+      mark(FunctionOutcome::Status::kSkipped, candidate.name + " cannot run it: " + r.error);
+    } else if (r.status == RunResult::Status::kFailed) {
+      mark(FunctionOutcome::Status::kChanged,
+           "fails on " + candidate.name + " where " + reference.name + " runs: " + r.error);
+    } else if (std::string diff =
+                   compare(entry.inputs, entry.last, r, reference.name, candidate.name);
+               !diff.empty()) {
+      mark(FunctionOutcome::Status::kChanged, diff);
+    }
+  }
+  return report;
 }
 
 }  // namespace primjit::jit::emu

@@ -21,8 +21,10 @@
 #include <dlpack/dlpack.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -127,5 +129,28 @@ DifferentialReport check_pipeline(const IRModule& module, const std::vector<pass
 DifferentialReport check_pipeline(const IRModule& module,
                                   const std::vector<std::string>& invocations,
                                   const DifferentialOptions& options = {});
+
+/// One way to run function `name` of the module being checked (a backend): buffer arguments
+/// are host DLTensors (on the device the function's target names, read in place by the
+/// interpreter) that it reads and writes; it returns the function's return value. It throws
+/// UnsupportedError when it cannot run the function at all, Error when the call fails.
+using BackendRunner =
+    std::function<std::optional<Arg>(const std::string& name, std::span<const Arg> args)>;
+struct Backend {
+  std::string name;  // in the report: "emu", "cuda"
+  BackendRunner run;
+};
+
+/// Backend against backend: every function a user can call (or `options.functions`) runs on the
+/// inputs check_pipeline makes (random, with the first default dimension that `reference`
+/// runs; then all zeros and all ones) through `reference` and then `candidate`, and their
+/// results are compared as check_pipeline compares two passes (docs/semantics.md's tolerances).
+/// The report has one step, the candidate's name: a function is kUnchanged when the two agree
+/// on every input set, kChanged when the candidate differs or fails where the reference ran,
+/// kSkipped when no input runs on the reference or the candidate cannot run it.
+///
+///   emu::check_backend(module, {"emu", run_in_emu}, {"cuda", run_on_gpu})
+DifferentialReport check_backend(const IRModule& module, const Backend& reference,
+                                 const Backend& candidate, const DifferentialOptions& options = {});
 
 }  // namespace primjit::jit::emu

@@ -368,5 +368,64 @@ TEST(EmuDifferential, DimensionOverridesAndTolerances) {
             comparison_tolerance(DataType::Float8E4M3FN()));
 }
 
+// check_backend: a backend that agrees passes on every input set; one that computes something
+// else, fails, or cannot run is reported as such, by name.
+TEST(EmuDifferential, BackendAgainstBackend) {
+  IRModule m = IRModule::from_function("vector_add_cuda", examples::vector_add_cuda());
+  Interpreter interp(m);
+  Backend reference{"emu", [&](const std::string& name, std::span<const Arg> args) {
+                      return interp.run(name, args);
+                    }};
+  auto candidate = [&](std::string name, std::function<void(std::span<const Arg>)> after) {
+    return Backend{name, [&interp, after](const std::string& f, std::span<const Arg> args) {
+                     std::optional<Arg> r = interp.run(f, args);
+                     after(args);
+                     return r;
+                   }};
+  };
+
+  DifferentialReport same = check_backend(m, reference, candidate("same", [](auto) {}));
+  ASSERT_EQ(same.functions.size(), 1u) << same.str();
+  EXPECT_EQ(same.functions[0].status, FunctionOutcome::Status::kUnchanged) << same.str();
+  EXPECT_EQ(same.functions[0].runs, 6) << same.str();  // random, zeros, ones: twice each
+  EXPECT_TRUE(same.ok());
+
+  // C[5] off by one (arguments: A, B, C).
+  DifferentialReport off = check_backend(m, reference, candidate("cuda", [](auto args) {
+                                           DLTensor* c = args[2].tensor();
+                                           static_cast<float*>(c->data)[5] += 1.0f;
+                                         }));
+  const FunctionOutcome* bad = off.first_change();
+  ASSERT_NE(bad, nullptr) << off.str();
+  EXPECT_EQ(bad->pass, "cuda");
+  EXPECT_NE(bad->detail.find("buffer 'C' (argument #2) element [5]: emu "), std::string::npos)
+      << bad->detail;
+  EXPECT_NE(bad->detail.find(", cuda "), std::string::npos) << bad->detail;
+
+  // Within float32's tolerance is the same; beyond it is not.
+  DifferentialReport close = check_backend(m, reference, candidate("cuda", [](auto args) {
+                                             static_cast<float*>(args[2].tensor()->data)[0] *=
+                                                 1.0f + 1e-6f;
+                                           }));
+  EXPECT_TRUE(close.ok()) << close.str();
+
+  DifferentialReport fails =
+      check_backend(m, reference, candidate("cuda", [](auto) -> void {
+                      throw Error("launch failed: CUDA_ERROR_ILLEGAL_ADDRESS");
+                    }));
+  ASSERT_NE(fails.first_change(), nullptr) << fails.str();
+  EXPECT_EQ(fails.first_change()->detail,
+            "fails on cuda where emu runs: launch failed: CUDA_ERROR_ILLEGAL_ADDRESS");
+
+  DifferentialReport cannot = check_backend(m, reference, candidate("cuda", [](auto) -> void {
+                                              throw UnsupportedError("no GPU on this machine");
+                                            }));
+  EXPECT_TRUE(cannot.ok()) << cannot.str();
+  EXPECT_EQ(cannot.num_checked(), 0) << cannot.str();
+  EXPECT_EQ(cannot.num_skipped(), 1) << cannot.str();
+  EXPECT_NE(cannot.str().find("cuda cannot run it: no GPU on this machine"), std::string::npos)
+      << cannot.str();
+}
+
 }  // namespace
 }  // namespace primjit::jit::emu

@@ -7,4 +7,4 @@ primjit_unit_test(primjit_emu_tests
   unit/emu/limits_test.cc)
 target_link_libraries(primjit_emu_tests PRIVATE primjit_jit)
 target_compile_definitions(primjit_emu_tests PRIVATE
-  PRIMJIT_TEST_SOURCE_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
+  PRIMJIT_TEST_SOURCE_DIR="${PRIMJIT_TEST_DATA_ROOT}/tests")

@@ -1,0 +1,297 @@
+// primjit-crosscheck: run every GPU kernel of text programs on a device target and in the
+// reference interpreter, on the same generated inputs, and compare the results.
+//
+//   primjit-crosscheck [--target=cuda|emu] [--verbose] FILE...
+//   primjit-crosscheck --devices
+//
+// FILE is IR text; of a file of pass goldens (cases separated by "# -----" lines) the inputs
+// are read, case by case. The GPU functions of each (callable functions whose target is cuda,
+// or that launch threads) run through the Jit twice: with target emu (the reference) and with
+// --target (default cuda; emu, the reference again, checks the tool itself without a GPU).
+// Inputs and comparison are emu::check_backend's: random, all-zero and all-one inputs;
+// integers exactly, floats within docs/semantics.md's tolerances. One line per function that
+// differs or is skipped (per function with --verbose), then the totals:
+//   crosscheck (cuda vs emu): 14 files, 31 kernels: 27 compared, 3 skipped, 1 failed
+// Exit status 1 when a kernel differs, or fails on the target where the interpreter runs it;
+// also when the target cannot run at all (--target=cuda without a GPU).
+//
+// --devices prints the CUDA driver's API version and every device, e.g.
+//   driver API version: 13000
+//   device 0: NVIDIA H100 80GB HBM3 (sm_90, 132 multiprocessors)
+// and exits 1 with the reason when there is no driver or no device.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <span>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "jit/cuda/driver.h"
+#include "jit/emu/differential.h"
+#include "primjit/error.h"
+#include "primjit/ir.h"
+#include "primjit/ir/functor.h"
+#include "primjit/ir/text.h"
+#include "primjit/jit.h"
+#include "primjit/tensor.h"
+#include "tools/tool_main.h"
+
+namespace {
+
+namespace pj = primjit;
+namespace emu = primjit::jit::emu;
+
+constexpr const char* kUsage =
+    "usage: primjit-crosscheck [--target=cuda|emu] [--verbose] FILE...\n"
+    "       primjit-crosscheck --devices\n";
+
+struct Options {
+  std::string target = "cuda";
+  bool verbose = false;
+  bool devices = false;
+  std::vector<std::string> files;
+};
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--target=", 0) == 0) {
+      o.target = a.substr(9);
+      PRIMJIT_USER_CHECK(o.target == "cuda" || o.target == "emu")
+          << "--target=" << o.target << ": expected cuda or emu\n"
+          << kUsage;
+    } else if (a == "--verbose") {
+      o.verbose = true;
+    } else if (a == "--devices") {
+      o.devices = true;
+    } else if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else {
+      PRIMJIT_USER_CHECK(a.rfind("--", 0) != 0) << "unknown option '" << a << "'\n" << kUsage;
+      o.files.push_back(a);
+    }
+  }
+  PRIMJIT_USER_CHECK(o.devices || !o.files.empty()) << "no FILE given\n" << kUsage;
+  return o;
+}
+
+int print_devices() {
+  std::string reason;
+  pj::jit::CudaDriver* driver = pj::jit::CudaDriver::try_get(&reason);
+  PRIMJIT_USER_CHECK(driver != nullptr) << reason;
+  std::cout << "driver API version: " << driver->version() << "\n";
+  const int n = driver->device_count();
+  PRIMJIT_USER_CHECK(n > 0) << "the CUDA driver (API version " << driver->version()
+                            << ") sees no GPU: check nvidia-smi and CUDA_VISIBLE_DEVICES";
+  for (int i = 0; i < n; ++i) {
+    pj::jit::DeviceInfo d = driver->device_info(i);
+    std::cout << "device " << i << ": " << d.name << " (sm_" << d.arch() << ", "
+              << d.multiprocessors << " multiprocessors)\n";
+  }
+  return 0;
+}
+
+// The programs of a file: the whole text, or for pass goldens (sections separated by "# -----"
+// lines, each input followed by its expected output) the inputs that are no error case.
+std::vector<std::string> programs_of(const std::string& text) {
+  std::vector<std::string> sections(1);
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# -----", 0) == 0) {
+      sections.emplace_back();
+    } else {
+      sections.back() += line + "\n";
+    }
+  }
+  if (sections.size() == 1) return sections;
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < sections.size(); ++i) {
+    if (sections[i].find("@T.prim_func") == std::string::npos) continue;
+    if (sections[i].find("# expected-error:") != std::string::npos) continue;
+    inputs.push_back(sections[i]);
+    ++i;  // its expected output
+  }
+  return inputs;
+}
+
+bool launches_threads(const pj::PrimFunc& f) {
+  bool found = false;
+  pj::post_order_visit(f->body, [&](const pj::Ref<pj::Object>& node) {
+    if (const auto* a = node.as<pj::AttrStmt>(); a && a->key == pj::attr::kThreadExtent) {
+      found = true;
+    }
+  });
+  return found;
+}
+
+// The functions to compare: those a user calls that run on a GPU.
+std::vector<std::string> gpu_functions(const pj::IRModule& module) {
+  std::vector<std::string> names;
+  for (const auto& [gvar, func] : module->functions) {
+    if (func->is_kernel()) continue;
+    pj::Target t = func->target();
+    if (t.defined() && t->is_device() && !t->host.defined()) continue;  // launched, not called
+    if ((t.defined() && t->kind == "cuda") || launches_threads(func)) names.push_back(gvar->name);
+  }
+  return names;
+}
+
+// A backend that calls function `name` of `module` through the Jit with `target`; buffers
+// travel to and from the GPU for cuda.
+emu::Backend jit_backend(pj::Jit& jit, const pj::IRModule& module, const pj::Target& target) {
+  const bool on_gpu = target->kind == "cuda";
+  return emu::Backend{
+      target->kind,
+      [&jit, module, target, on_gpu](const std::string& name, std::span<const emu::Arg> args) {
+        pj::KernelOptions options;
+        options.target = target;
+        pj::Kernel kernel = jit.kernel(module, name, options);
+        std::vector<DLTensor> host(args.size());
+        std::vector<pj::Tensor> device(args.size());
+        std::vector<pj::Arg> call;
+        for (size_t i = 0; i < args.size(); ++i) {
+          const emu::Arg& a = args[i];
+          switch (a.kind()) {
+            case emu::Arg::Kind::kTensor: {
+              host[i] = *a.tensor();
+              host[i].device = DLDevice{kDLCPU, 0};
+              if (!on_gpu) {
+                call.emplace_back(&host[i]);
+                break;
+              }
+              pj::DataType dtype;
+              PRIMJIT_USER_CHECK(pj::DataType::from_dlpack(host[i].dtype.code, host[i].dtype.bits,
+                                                           host[i].dtype.lanes, &dtype))
+                  << "argument #" << i << " has a dtype a Tensor cannot hold";
+              std::vector<int64_t> shape(host[i].shape, host[i].shape + host[i].ndim);
+              pj::Tensor staged = pj::Tensor::zeros(shape, dtype);
+              int64_t bytes = std::max(1, host[i].dtype.bits / 8) * host[i].dtype.lanes;
+              for (int64_t d : shape) bytes *= d;
+              if (static_cast<size_t>(bytes) != staged.nbytes()) {
+                throw emu::UnsupportedError("argument #" + std::to_string(i) + " (" + dtype.str() +
+                                            ") is laid out differently in a Tensor");
+              }
+              std::memcpy(staged.data<uint8_t>(), host[i].data, staged.nbytes());
+              device[i] = staged.to({kDLCUDA, 0});
+              call.emplace_back(device[i]);
+              break;
+            }
+            case emu::Arg::Kind::kInt:
+              call.emplace_back(a.as_int());
+              break;
+            case emu::Arg::Kind::kFloat:
+              call.emplace_back(a.as_float());
+              break;
+            case emu::Arg::Kind::kBool:
+              call.emplace_back(a.as_bool());
+              break;
+            default:
+              throw emu::UnsupportedError("argument #" + std::to_string(i) + " (" + a.str() +
+                                          ") cannot be passed through the Jit");
+          }
+        }
+        PJValue r = kernel.call(call);
+        for (size_t i = 0; i < args.size(); ++i) {
+          if (!device[i].defined()) continue;
+          pj::Tensor back = device[i].to({kDLCPU, 0});
+          std::memcpy(host[i].data, back.data<uint8_t>(), back.nbytes());
+        }
+        std::optional<emu::Arg> result;
+        if (r.type_index == kPJInt) result = emu::Arg(r.v_int64);
+        if (r.type_index == kPJBool) result = emu::Arg(r.v_int64 != 0);
+        if (r.type_index == kPJFloat) result = emu::Arg(r.v_float64);
+        return result;
+      }};
+}
+
+struct Totals {
+  int files = 0, kernels = 0, compared = 0, skipped = 0, failed = 0, unparsed = 0;
+};
+
+void check_case(pj::Jit& jit, const pj::IRModule& module, const std::string& where,
+                const Options& o, Totals* totals) {
+  emu::DifferentialOptions options;
+  options.functions = gpu_functions(module);
+  if (options.functions.empty()) return;
+  const pj::Target target = o.target == "cuda" ? pj::Jit::default_target() : pj::Target::emu();
+  emu::DifferentialReport report =
+      emu::check_backend(module, jit_backend(jit, module, pj::Target::emu()),
+                         jit_backend(jit, module, target), options);
+  for (const emu::FunctionOutcome& f : report.functions) {
+    ++totals->kernels;
+    const char* verdict = "compared";
+    switch (f.status) {
+      case emu::FunctionOutcome::Status::kUnchanged:
+        ++totals->compared;
+        break;
+      case emu::FunctionOutcome::Status::kChanged:
+        ++totals->failed;
+        verdict = "FAILED";
+        break;
+      case emu::FunctionOutcome::Status::kSkipped:
+        ++totals->skipped;
+        verdict = "skipped";
+        break;
+    }
+    if (o.verbose || f.status != emu::FunctionOutcome::Status::kUnchanged) {
+      std::cout << where << ": " << f.function << ": " << verdict;
+      if (f.status == emu::FunctionOutcome::Status::kUnchanged) {
+        std::cout << " (" << f.runs / 2 << " input sets agree)";  // a run on each side
+      } else {
+        std::cout << ": " << f.detail;
+      }
+      std::cout << "\n";
+    }
+  }
+}
+
+int main_impl(int argc, char** argv) {
+  Options o = parse_args(argc, argv);
+  if (o.devices) return print_devices();
+  if (o.target == "cuda") {
+    PRIMJIT_USER_CHECK(pj::Jit::default_target()->kind == "cuda")
+        << "--target=cuda needs a GPU (a CUDA driver and a device); this machine has none. "
+           "--target=emu runs the programs without one (against themselves: a check of the tool)";
+  }
+  pj::Jit jit(pj::JitOptions{.cache_capacity = 64, .disk_cache = pj::DiskCacheMode::kDisabled});
+  Totals totals;
+  for (const std::string& file : o.files) {
+    std::ifstream in(file);
+    PRIMJIT_USER_CHECK(in.good()) << "cannot read '" << file << "'";
+    std::stringstream text;
+    text << in.rdbuf();
+    ++totals.files;
+    const std::vector<std::string> cases = programs_of(text.str());
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const std::string where = cases.size() == 1 ? file : file + " case " + std::to_string(c + 1);
+      pj::IRModule module;
+      try {
+        module = pj::parse(cases[c], file);
+      } catch (const pj::Error& e) {
+        // Error cases of goldens and malformed inputs: no program to run.
+        ++totals.unparsed;
+        if (o.verbose) std::cout << where << ": not parsed: " << e.what() << "\n";
+        continue;
+      }
+      check_case(jit, module, where, o, &totals);
+    }
+  }
+  std::cout << "crosscheck (" << o.target << " vs emu): " << totals.files << " files, "
+            << totals.kernels << " kernels: " << totals.compared << " compared, " << totals.skipped
+            << " skipped, " << totals.failed << " failed";
+  if (totals.unparsed > 0) std::cout << " (" << totals.unparsed << " cases do not parse)";
+  std::cout << "\n";
+  return totals.failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return primjit::tools::run_tool("primjit-crosscheck", argc, argv, main_impl);
+}
