@@ -178,6 +178,21 @@ def narrow(X: T.Buffer((256,), "float32"), H: T.Buffer((256,), "float16"), B: T.
   expect_agrees(m);
 }
 
+// A scattered vector store whose index reads the buffer it stores to: every lane's index is
+// computed before the first lane is stored (found by the fuzzer programs below, seed 3).
+TEST(CudaOnCpu, ScatterIndexReadingTheStoredBuffer) {
+  CheckResult r = check_module(parse(R"(
+@T.prim_func
+def scatter(X: T.Buffer((16,), "int32")):
+    T.func_attr({"target": T.target("cuda", arch="sm_90", host="llvm")})
+    tx = T.launch_thread("threadIdx.x", 1)
+    X[0] = T.min(X[0], 0)
+    X[T.Ramp(X[0], 1, 4)] = T.Broadcast(7, 4)
+)"));
+  EXPECT_TRUE(r.ok()) << r.str();
+  EXPECT_NE(r.source.find("lane_index"), std::string::npos) << r.source;
+}
+
 // --- random programs of the fuzzer as single-thread kernels -----------------------------------
 
 // The generated program's body inside a launch of one block of one thread.
