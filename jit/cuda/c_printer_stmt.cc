@@ -188,16 +188,26 @@ void CPrinter::visit(const BufferStore* op) {
     w_.line("*" + wrap(*whole, kUnary) + " = " + vector_value(op->value).text + ";");
     return;
   }
-  // Scatter: every lane is computed before the first store.
+  // Scatter: every lane is computed before the first store, and so is every lane's index when
+  // it reads memory (a store of an earlier lane may change what it reads).
+  const std::string count = "[" + std::to_string(t.lanes()) + "]";
   std::string tmp = names_.unique("lanes");
   std::string lanes;
   for (int i = 0; i < t.lanes(); ++i) lanes += (i == 0 ? "" : ", ") + sub(op->value, i).text;
   w_.open("");
-  w_.line(scalar_type(t.element_of()) + " " + tmp + "[" + std::to_string(t.lanes()) + "] = {" +
-          lanes + "};");
+  w_.line(scalar_type(t.element_of()) + " " + tmp + count + " = {" + lanes + "};");
+  std::string index_tmp;
+  if (reads_memory(index)) {
+    index_tmp = names_.unique("lane_index");
+    std::string indices;
+    for (int i = 0; i < t.lanes(); ++i) indices += (i == 0 ? "" : ", ") + sub(index, i).text;
+    w_.line(scalar_type(index.dtype().element_of()) + " " + index_tmp + count + " = {" + indices +
+            "};");
+  }
   for (int i = 0; i < t.lanes(); ++i) {
-    w_.line(wrap(pointer_of(buf), kPrimary) + "[" + sub(index, i).text + "] = " + tmp + "[" +
-            std::to_string(i) + "];");
+    std::string lane = "[" + std::to_string(i) + "]";
+    std::string at = index_tmp.empty() ? sub(index, i).text : index_tmp + lane;
+    w_.line(wrap(pointer_of(buf), kPrimary) + "[" + at + "] = " + tmp + lane + ";");
   }
   w_.close();
 }

@@ -94,7 +94,8 @@ CudaModuleSource codegen_cuda(const IRModule& lowered, const CudaCodegenOptions&
   CudaModuleSource out;
   CudaModuleState state;
   state.options = options;
-  for (const char* helper : {"primjit_reinterpret", "primjit_cp_async", "signbit"}) {
+  for (const char* helper : {"primjit_reinterpret", "primjit_cp_async", "primjit_cp_async_commit",
+                             "primjit_cp_async_wait", "signbit"}) {
     state.reserved.insert(helper);
   }
   for (const std::string& helper : semantics_helper_names()) state.reserved.insert(helper);

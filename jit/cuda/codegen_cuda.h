@@ -62,7 +62,11 @@
 //   and whose dtype has a CUDA vector type (float4, int2, half2, ...) loads or stores it whole.
 // - tvm_storage_sync("shared"|"shared.dyn") is `__syncthreads();` ("warp": `__syncwarp();`);
 //   AssertStmt traps (`__trap()`) when its condition is false; ptx_cp_async / commit / wait
-//   are inline PTX.
+//   call helpers of inline PTX.
+// - Host C++: under `#ifdef PRIMJIT_CUDA_ON_CPU` the source has a portable form of what host
+//   C++ lacks (the shared.dyn buffer is `PRIMJIT_CPU_DYN_SHARED(T, name);`, the copy helpers
+//   copy at once), so the CUDA-on-CPU tests (tests/cuda_on_cpu/) compile it against their shim.
+//   NVRTC never defines the macro: its source is unchanged.
 // Unsupported constructs (global allocations in a kernel, symbolic static sizes, packed calls,
 // virtual threads, ...) raise primjit::Error naming the construct and the kernel. The output is
 // deterministic: the same module gives the same text.

@@ -239,8 +239,14 @@ void CudaPrinter::print_allocation(const AllocBuffer* op, DataType elem, const s
     var_names_[data] = name;
     pointer_align_[data] = align;
     dyn_shared_align_ = align;
+    // Host C++ has no extern __shared__: the CUDA-on-CPU tests (tests/cuda_on_cpu/) define
+    // the macro and get the block's dynamic shared memory from their shim.
+    w_.raw_line("#ifdef PRIMJIT_CUDA_ON_CPU");
+    w_.line("PRIMJIT_CPU_DYN_SHARED(" + type + ", " + name + ");");
+    w_.raw_line("#else");
     w_.line("extern __shared__ __align__(" + std::to_string(align) + ") " + type + " " + name +
             "[];");
+    w_.raw_line("#endif");
   } else if (scope == "shared" || scope == "local") {
     std::optional<int64_t> count = op->constant_allocation_size();
     PRIMJIT_USER_CHECK(count.has_value() && *count > 0)
