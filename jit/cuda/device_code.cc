@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 
 #include "jit/common/host_abi.h"
 #include "jit/common/launch_limits.h"
@@ -49,16 +51,34 @@ Slot slot_of(const std::string& tag, const std::string& kernel) {
                        << "', which a CUDA launch cannot set";
 }
 
+// Kernel names live as long as the process: the driver's record of the kernel launched last
+// on each device (which names asynchronous faults) points at them.
+const std::string* interned_name(const std::string& name) {
+  static std::mutex mutex;
+  static auto* names = new std::set<std::string>;  // never freed: read during exit
+  std::lock_guard<std::mutex> lock(mutex);
+  return &*names->insert(name).first;
+}
+
+// Where a kernel was loaded and what launching it must respect besides the launch values.
+struct LoadedKernel {
+  int device = 0;                // the ordinal whose context loaded the module
+  int64_t static_shared = 0;     // bytes of __shared__ memory per block (the driver's count)
+  bool launch_blocking = false;  // CUDA_LAUNCH_BLOCKING=1: synchronize after each launch
+};
+
 class CudaKernel : public KernelHandle {
  public:
   CudaKernel(CudaDriver& driver, CUfunc_st* function, std::string name, std::vector<Slot> slots,
-             const LaunchLimits& limits, CUstream_st* stream)
+             const LaunchLimits& limits, CUstream_st* stream, const LoadedKernel& loaded)
       : driver_(driver),
         stream_(stream),
         function_(function),
         name_(std::move(name)),
         slots_(std::move(slots)),
-        limits_(limits) {}
+        limits_(limits),
+        loaded_(loaded),
+        interned_(interned_name(name_)) {}
 
   int32_t launch(const int64_t* launch, void** args) noexcept override {
     Dim3 grid, block;
@@ -92,16 +112,24 @@ class CudaKernel : public KernelHandle {
       }
     }
     if (grid.x == 0 || grid.y == 0 || grid.z == 0) return 0;  // an empty grid runs nothing
-    // The checks the interpreter makes too (launch_limits.h), before the driver's own.
-    if (std::string why = launch_config_error(limits_, {grid.x, grid.y, grid.z},
-                                              {block.x, block.y, block.z}, dyn);
+    // The checks the interpreter makes too (launch_limits.h), before the driver's own; static
+    // and dynamic shared memory count together against the device's opt-in maximum.
+    if (std::string why =
+            launch_config_error(limits_, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, dyn,
+                                loaded_.static_shared);
         !why.empty()) {
       return fail(why);
     }
+    // The module's own context: a function launched on a context that did not load it fails.
     std::string error;
-    if (!driver_.try_launch(function_, grid, block, static_cast<unsigned>(dyn), args, stream_,
+    if (!driver_.try_make_current(loaded_.device, &error) ||
+        !driver_.try_launch(function_, grid, block, static_cast<unsigned>(dyn), args, stream_,
                             &error)) {
       return fail(error);
+    }
+    driver_.note_launch(loaded_.device, interned_);
+    if (loaded_.launch_blocking && !driver_.try_synchronize_stream(stream_, &error)) {
+      return fail("(CUDA_LAUNCH_BLOCKING=1: synchronized after the launch) " + error);
     }
     return 0;
   }
@@ -121,17 +149,31 @@ class CudaKernel : public KernelHandle {
   std::string name_;
   std::vector<Slot> slots_;
   LaunchLimits limits_;
+  LoadedKernel loaded_;
+  const std::string* interned_;
 };
 
 // The loaded CUDA module: unloaded when the variant goes (and only then: not copyable, so no
-// temporary's destructor unloads it early).
+// temporary's destructor unloads it early). Launches are asynchronous, so its kernels may
+// still run then: the device's work is waited for first, and a module whose device cannot be
+// synchronized (a fault, a stream capture in progress) is left loaded rather than unloaded
+// under running kernels.
 struct CudaModule {
-  CudaModule(CudaDriver* d, CUmod_st* m) : driver(d), module(m) {}
+  CudaModule(CudaDriver* d, CUmod_st* m, int ordinal) : driver(d), module(m), device(ordinal) {}
   CudaModule(const CudaModule&) = delete;
   CudaModule& operator=(const CudaModule&) = delete;
   CudaDriver* driver;
   CUmod_st* module;
+  int device;
   ~CudaModule() {
+    try {
+      driver->make_current(device);
+      driver->synchronize();
+    } catch (const std::exception& e) {
+      PRIMJIT_LOG_WARNING << "a CUDA module of device " << device
+                          << " stays loaded: its kernels may still run (" << e.what() << ")";
+      return;
+    }
     try {
       driver->unload_module(module);
     } catch (const std::exception& e) {
@@ -139,6 +181,20 @@ struct CudaModule {
     }
   }
 };
+
+// The driver must be new enough for the code this NVRTC makes (a CUBIN or PTX of CUDA 13 does
+// not load on a CUDA 12 driver): checked before compiling and loading, with the fix.
+void check_driver_version(CudaDriver& driver) {
+  const NvrtcInfo nvrtc = nvrtc_info();
+  const std::string version = std::to_string(nvrtc.major) + "." + std::to_string(nvrtc.minor);
+  driver.check_supports(nvrtc.major * 1000 + nvrtc.minor * 10,
+                        "NVRTC " + version + " (the CUDA " + version + " toolkit)");
+}
+
+bool launch_blocking() {
+  const char* value = std::getenv("CUDA_LAUNCH_BLOCKING");
+  return value != nullptr && std::string(value) == "1";
+}
 
 // PRIMJIT_DUMP_CUDA=DIR: every module's CUDA source goes to DIR/<first kernel>.<n>.cu.
 void dump_source(const CudaModuleSource& source) {
@@ -176,8 +232,9 @@ DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
 
   // Then the driver: without one this is the "no CUDA driver" error, before NVRTC runs.
   CudaDriver& driver = CudaDriver::get();
-  driver.make_current(0);
-  DeviceInfo info = driver.device_info(0);
+  check_driver_version(driver);
+  driver.make_current(device_options.device);
+  DeviceInfo info = driver.device_info(device_options.device);
 
   start = Clock::now();
   NvrtcOptions options;
@@ -203,12 +260,17 @@ std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
   auto code = std::make_unique<DeviceCode>();
   if (binary.empty()) return code;
   CudaDriver& driver = CudaDriver::get();
-  driver.make_current(0);
-  DeviceInfo device = driver.device_info(0);
+  check_driver_version(driver);
+  const int ordinal = device_options.device;
+  driver.make_current(ordinal);
+  DeviceInfo device = driver.device_info(ordinal);
   Clock::time_point start = Clock::now();
-  auto module = std::make_shared<CudaModule>(&driver, driver.load_module(binary.image));
+  auto module = std::make_shared<CudaModule>(&driver, driver.load_module(binary.image), ordinal);
   code->owner = module;
   const int64_t optin = static_cast<int64_t>(device.max_shared_per_block_optin);
+  LoadedKernel loaded;
+  loaded.device = ordinal;
+  loaded.launch_blocking = launch_blocking();
   for (const DeviceBinary::Kernel& info : binary.kernels) {
     CUfunc_st* function = driver.function(module->module, info.name);
     std::vector<Slot> slots;
@@ -217,15 +279,18 @@ std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
       slots.push_back(slot_of(tag, info.name));
       dynamic_shared |= slots.back() == Slot::kDynShared;
     }
-    // Above 48 KB a kernel must opt in; allow it up to what the device offers.
-    if (dynamic_shared && optin > 48 * 1024) {
-      driver.set_max_dynamic_shared(function, static_cast<int>(optin));
+    loaded.static_shared = driver.static_shared_bytes(function);
+    // Above 48 KB of shared memory per block a kernel must opt in. Static and dynamic shared
+    // memory share the device's opt-in maximum, so the dynamic part may use what the static
+    // part leaves (the driver refuses more).
+    if (dynamic_shared && optin > 48 * 1024 && optin > loaded.static_shared) {
+      driver.set_max_dynamic_shared(function, static_cast<int>(optin - loaded.static_shared));
     }
     LaunchLimits limits;
     limits.max_shared_per_block = std::max<int64_t>(optin, limits.max_static_shared);
     code->kernels[info.name] =
         std::make_unique<CudaKernel>(driver, function, info.name, std::move(slots), limits,
-                                     static_cast<CUstream_st*>(device_options.stream));
+                                     static_cast<CUstream_st*>(device_options.stream), loaded);
   }
   times->load_ms += ms_since(start);
   return code;

@@ -24,6 +24,7 @@ struct DeviceOptions {
   bool fast_math = false;
   void* stream = nullptr;                          // CUstream
   int64_t max_unroll = passes::kDefaultMaxUnroll;  // T.unroll loops with #pragma unroll
+  int device = 0;  // the CUDA device ordinal compiled for (its architecture) and loaded on
 };
 
 /// A module's kernels compiled for a device, with what loading them needs: what the disk
@@ -41,10 +42,12 @@ struct DeviceBinary {
 };
 
 /// Compiles the kernels (calling_conv 2) of a lowered module for `device` (cuda), adding the
-/// time of each stage to `times`. Needs a driver (the device's architecture decides the code).
+/// time of each stage to `times`. Needs a driver: the architecture of device `options.device`
+/// decides the code, and a driver older than NVRTC is an error that says so.
 DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
                                  const DeviceOptions& options, StageTimes* times);
-/// Loads compiled kernels on device 0 (nothing to load: an empty DeviceCode).
+/// Loads compiled kernels in the primary context of device `options.device` (nothing to
+/// load: an empty DeviceCode); their launches make that context current.
 std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
                                                const DeviceOptions& options, StageTimes* times);
 

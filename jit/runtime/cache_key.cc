@@ -38,6 +38,7 @@ std::vector<ParamInfo> param_infos(const PrimFunc& func) {
 
 void build_key(std::span<const ParamInfo> params, std::span<const Arg> args, bool dynamic,
                const DimSet& symbolic, KeyBuffer* key) {
+  int64_t device = -1;  // of the CUDA tensors (the call's checks made them agree)
   for (size_t i = 0; i < args.size(); ++i) {
     if (!params[i].buffer.defined()) continue;
     const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
@@ -47,7 +48,11 @@ void build_key(std::span<const ParamInfo> params, std::span<const Arg> args, boo
       bool sym = dynamic || symbolic.count({i, static_cast<size_t>(d)}) > 0;
       key->push(sym ? kSymbolic : t->shape[d]);
     }
+    if (t->device.device_type == kDLCUDA || t->device.device_type == kDLCUDAManaged) {
+      device = t->device.device_id;
+    }
   }
+  if (device >= 0) key->push(device);
 }
 
 std::string dim_name(std::span<const ParamInfo> params, size_t param, size_t dim) {

@@ -84,7 +84,8 @@ std::vector<ParamInfo> param_infos(const PrimFunc& func);
 using DimSet = std::set<std::pair<size_t, size_t>>;
 
 /// Appends the key of a call (`args` passed check_arguments): per tensor its dtype and ndim,
-/// then its dimensions, each as kSymbolic when `dynamic` or in `symbolic`.
+/// then its dimensions, each as kSymbolic when `dynamic` or in `symbolic`; last, when the
+/// tensors are CUDA tensors, their device ordinal (each device loads its own module).
 void build_key(std::span<const ParamInfo> params, std::span<const Arg> args, bool dynamic,
                const DimSet& symbolic, KeyBuffer* key);
 

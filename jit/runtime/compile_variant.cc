@@ -1,5 +1,6 @@
 #include "jit/runtime/compile_variant.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <exception>
@@ -7,6 +8,7 @@
 #include <unordered_map>
 
 #include "jit/runtime/cache_tiers.h"
+#include "jit/runtime/call_arguments.h"
 #include "jit/runtime/kernel_state.h"
 #include "primjit/passes.h"
 
@@ -44,8 +46,9 @@ void bind_kernels(Variant& v) {
   });
 }
 
-DeviceOptions device_options(const Kernel::State& k) {
-  return DeviceOptions{k.options.fast_math, k.options.cuda_stream, k.options.max_unroll};
+DeviceOptions device_options(const Kernel::State& k, const Variant& v) {
+  return DeviceOptions{k.options.fast_math, k.options.cuda_stream, k.options.max_unroll,
+                       v.cuda_device};
 }
 
 IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool dynamic,
@@ -77,9 +80,10 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
                                          const DimSet& symbolic, Source* source) {
   auto variant = std::make_shared<Variant>();
   variant->key = std::move(key);
+  variant->cuda_device = std::max(cuda_device_of(args), 0);
   StageTimes times;
   *source = Source::kCompiled;
-  std::string cache_key = persistent_key(k, variant->key);
+  std::string cache_key = persistent_key(k, variant->key, variant->cuda_device);
   DiskLoad disk =
       cache_key.empty() ? DiskLoad::kOff : load_from_disk(k, cache_key, *variant, &times);
   if (disk == DiskLoad::kLoaded) {
@@ -115,8 +119,9 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   if (k.target->is_device()) {
     device_thread = std::thread([&] {
       try {
-        image.device = compile_device_code(lowered, k.target, device_options(k), &device_times);
-        variant->device = load_device_binary(image.device, device_options(k), &device_times);
+        const DeviceOptions options = device_options(k, *variant);
+        image.device = compile_device_code(lowered, k.target, options, &device_times);
+        variant->device = load_device_binary(image.device, options, &device_times);
       } catch (...) {
         device_error = std::current_exception();
       }
