@@ -2,16 +2,19 @@
 // device's architecture, module load and launch, checked in the fake's log of driver calls.
 // The test environment (tests/CMakeLists.txt) names the fake in PRIMJIT_CUDA_DRIVER_LIBRARY and
 // gives it two devices, sm_90 and sm_80 (FAKE_CUDA_DEVICES=90,80). Kernels are not executed.
+#include <cuda.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "examples/kernels.h"
 #include "jit/cuda/driver.h"
+#include "jit/cuda/nvrtc_compiler.h"
 #include "primjit/error.h"
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
@@ -259,6 +262,117 @@ TEST_F(FakeGpu, TensorZerosOnAGpuIsADriverMemsetNotAHostCopy) {
   // The memory is zero (the fake's device memory is host memory).
   Tensor host = t.to({kDLCPU, 0});
   for (int64_t i = 0; i < host.numel(); ++i) ASSERT_EQ(host.data<float>()[i], 0.0f) << i;
+}
+
+// ---- the fake itself: stream capture and graphs, as the launch path's tests use them ------
+
+// An entry point of the fake, as the runtime gets it.
+template <typename F>
+F entry(const char* name, int version) {
+  void* pointer = nullptr;
+  CUdriverProcAddressQueryResult status{};
+  EXPECT_EQ(cuGetProcAddress_v2(name, &pointer, version, 0, &status), CUDA_SUCCESS) << name;
+  return reinterpret_cast<F>(pointer);
+}
+
+struct FakeApi {
+  decltype(&cuStreamCreate) stream_create = entry<decltype(stream_create)>("cuStreamCreate", 2000);
+  decltype(&cuStreamDestroy_v2) stream_destroy =
+      entry<decltype(stream_destroy)>("cuStreamDestroy", 4000);
+  CUresult (*begin_capture)(CUstream, CUstreamCaptureMode) =
+      entry<decltype(begin_capture)>("cuStreamBeginCapture", 10010);
+  decltype(&cuStreamEndCapture) end_capture =
+      entry<decltype(end_capture)>("cuStreamEndCapture", 10000);
+  decltype(&cuStreamIsCapturing) is_capturing =
+      entry<decltype(is_capturing)>("cuStreamIsCapturing", 10000);
+  decltype(&cuGraphInstantiateWithFlags) instantiate =
+      entry<decltype(instantiate)>("cuGraphInstantiateWithFlags", 11040);
+  decltype(&cuGraphLaunch) graph_launch = entry<decltype(graph_launch)>("cuGraphLaunch", 10000);
+  decltype(&cuGraphDestroy) graph_destroy = entry<decltype(graph_destroy)>("cuGraphDestroy", 10000);
+  decltype(&cuGraphExecDestroy) exec_destroy =
+      entry<decltype(exec_destroy)>("cuGraphExecDestroy", 10000);
+  decltype(&cuLaunchKernel) launch = entry<decltype(launch)>("cuLaunchKernel", 4000);
+  CUresult (*ctx_synchronize)() = entry<decltype(ctx_synchronize)>("cuCtxSynchronize", 2000);
+  decltype(&cuMemAlloc_v2) mem_alloc = entry<decltype(mem_alloc)>("cuMemAlloc", 3020);
+};
+
+// A loaded kernel `k` of the fake's device `device`.
+CUfunc_st* fake_kernel(int device) {
+  jit::CudaDriver& driver = jit::CudaDriver::get();
+  driver.make_current(device);
+  jit::DeviceImage image =
+      jit::nvrtc_compile({"k.cu", "extern \"C\" __global__ void k(float* x) { x[0] = 1; }"},
+                         {.arch = driver.device_info(device).arch()});
+  return driver.function(driver.load_module(image.data), "k");
+}
+
+TEST_F(FakeGpu, CapturedLaunchesRunWhenTheGraphIsLaunched) {
+  FakeApi api;
+  CUfunc_st* k = fake_kernel(0);
+  CUstream stream = nullptr;
+  ASSERT_EQ(api.stream_create(&stream, 0), CUDA_SUCCESS);
+  fake_cuda_reset();
+  ASSERT_EQ(api.begin_capture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  ASSERT_EQ(api.is_capturing(stream, &status), CUDA_SUCCESS);
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  void* args[] = {nullptr};
+  ASSERT_EQ(api.launch(k, 2, 1, 1, 32, 1, 1, 0, stream, args, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(api.launch(k, 3, 1, 1, 64, 1, 1, 0, stream, args, nullptr), CUDA_SUCCESS);
+  EXPECT_TRUE(log_lines("launch").empty());  // captured, not run
+  CUgraph graph = nullptr;
+  ASSERT_EQ(api.end_capture(stream, &graph), CUDA_SUCCESS);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(api.instantiate(&exec, graph, 0), CUDA_SUCCESS);
+  ASSERT_EQ(api.graph_launch(exec, stream), CUDA_SUCCESS);
+  ASSERT_EQ(api.graph_launch(exec, stream), CUDA_SUCCESS);
+  const std::string id = log_lines("beginCapture stream=")[0].substr(20);
+  const std::string first = "launch fn=k ctx=0 stream=" + id + " grid=2,1,1 block=32,1,1";
+  const std::string second = "launch fn=k ctx=0 stream=" + id + " grid=3,1,1 block=64,1,1";
+  EXPECT_EQ(log_lines("launch"), (std::vector<std::string>{
+                                     first + " shared=0 static=0", second + " shared=0 static=0",
+                                     first + " shared=0 static=0", second + " shared=0 static=0"}));
+  EXPECT_EQ(log_lines("graphLaunch").size(), 2u);
+  EXPECT_EQ(api.exec_destroy(exec), CUDA_SUCCESS);
+  EXPECT_EQ(api.graph_destroy(graph), CUDA_SUCCESS);
+  EXPECT_EQ(api.stream_destroy(stream), CUDA_SUCCESS);
+}
+
+TEST_F(FakeGpu, WhatTheDriverForbidsDuringACaptureFailsAndInvalidatesIt) {
+  FakeApi api;
+  CUfunc_st* k = fake_kernel(0);
+  CUstream stream = nullptr;
+  ASSERT_EQ(api.stream_create(&stream, 0), CUDA_SUCCESS);
+  void* args[] = {nullptr};
+  CUdeviceptr memory = 0;
+  const std::vector<std::pair<std::string, std::function<CUresult()>>> forbidden = {
+      {"synchronize", [&] { return api.ctx_synchronize(); }},
+      {"allocate", [&] { return api.mem_alloc(&memory, 64); }},
+      {"launch on the legacy stream",
+       [&] { return api.launch(k, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr); }},
+  };
+  for (const auto& [what, call] : forbidden) {
+    ASSERT_EQ(api.begin_capture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS) << what;
+    const CUresult result = call();
+    EXPECT_TRUE(result == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ||
+                result == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)
+        << what << ": " << result;
+    CUgraph graph = nullptr;
+    EXPECT_EQ(api.end_capture(stream, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) << what;
+    EXPECT_EQ(graph, nullptr) << what;
+  }
+  EXPECT_EQ(api.ctx_synchronize(), CUDA_SUCCESS);  // allowed again after the capture
+  EXPECT_EQ(api.stream_destroy(stream), CUDA_SUCCESS);
+}
+
+TEST_F(FakeGpu, AFunctionLaunchedInAContextThatDidNotLoadItIsAnInvalidHandle) {
+  FakeApi api;
+  CUfunc_st* k = fake_kernel(0);
+  jit::CudaDriver::get().make_current(1);
+  void* args[] = {nullptr};
+  EXPECT_EQ(api.launch(k, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr), CUDA_ERROR_INVALID_HANDLE);
+  jit::CudaDriver::get().make_current(0);
+  EXPECT_EQ(api.launch(k, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
 }
 
 // ---- 2) NVRTC finds its builtins library without the loader's search path ------------------
