@@ -23,9 +23,16 @@ std::string shared_memory_error(const LaunchLimits& limits, int64_t static_share
            " per block (allocate larger buffers in scope \"shared.dyn\")";
   }
   if (static_shared + dynamic_shared <= limits.max_shared_per_block) return "";
-  std::string what = "needs " + std::to_string(dynamic_shared) + " bytes of dynamic shared memory";
-  if (static_shared > 0) what += " and " + std::to_string(static_shared) + " bytes of static";
-  return what + "; the device allows " + std::to_string(limits.max_shared_per_block) + " per block";
+  const std::string allows =
+      "; the device allows " + std::to_string(limits.max_shared_per_block) + " per block";
+  if (static_shared == 0) {
+    return "needs " + std::to_string(dynamic_shared) + " bytes of dynamic shared memory" + allows;
+  }
+  // Both kinds count against one limit: name the sum and its parts.
+  return "needs " + std::to_string(static_shared + dynamic_shared) +
+         " bytes of shared memory per block (" + std::to_string(static_shared) + " static + " +
+         std::to_string(dynamic_shared) + " dynamic)" + allows +
+         " (request less dynamic shared memory)";
 }
 
 std::string launch_config_error(const LaunchLimits& limits, const std::array<int64_t, 3>& grid,

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <set>
 
 #include "ir/dump_config.h"
 #include "jit/common/host_abi.h"
@@ -50,18 +52,36 @@ Slot slot_of(const std::string& tag, const std::string& kernel) {
                        << "', which a CUDA launch cannot set";
 }
 
+// Kernel names live as long as the process: the driver's record of the kernel launched last
+// on each device (which names asynchronous faults) points at them.
+const std::string* interned_name(const std::string& name) {
+  static std::mutex mutex;
+  static auto* names = new std::set<std::string>;  // never freed: read during exit
+  std::lock_guard<std::mutex> lock(mutex);
+  return &*names->insert(name).first;
+}
+
+// Where a kernel was loaded and what launching it must respect besides the launch values.
+struct LoadedKernel {
+  int device = 0;                // the ordinal whose context loaded the module
+  int64_t static_shared = 0;     // bytes of __shared__ memory per block (the driver's count)
+  bool launch_blocking = false;  // CUDA_LAUNCH_BLOCKING=1: synchronize after each launch
+};
+
 class CudaKernel : public KernelHandle {
  public:
   CudaKernel(CudaDriver& driver, CUfunc_st* function, std::string name, std::vector<Slot> slots,
              const LaunchLimits& limits, std::vector<uint32_t> param_bytes,
-             std::shared_ptr<void> module)
+             std::shared_ptr<void> module, const LoadedKernel& loaded)
       : driver_(driver),
         function_(function),
         name_(std::move(name)),
         slots_(std::move(slots)),
         limits_(limits),
         param_bytes_(std::move(param_bytes)),
-        module_(std::move(module)) {}
+        module_(std::move(module)),
+        loaded_(loaded),
+        interned_(interned_name(name_)) {}
 
   int32_t launch(const int64_t* launch, void** args) noexcept override {
     Dim3 grid, block;
@@ -95,9 +115,11 @@ class CudaKernel : public KernelHandle {
       }
     }
     if (grid.x == 0 || grid.y == 0 || grid.z == 0) return 0;  // an empty grid runs nothing
-    // The checks the interpreter makes too (launch_limits.h), before the driver's own.
-    if (std::string why = launch_config_error(limits_, {grid.x, grid.y, grid.z},
-                                              {block.x, block.y, block.z}, dyn);
+    // The checks the interpreter makes too (launch_limits.h), before the driver's own; static
+    // and dynamic shared memory count together against the device's opt-in maximum.
+    if (std::string why =
+            launch_config_error(limits_, {grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, dyn,
+                                loaded_.static_shared);
         !why.empty()) {
       return fail(why);
     }
@@ -106,9 +128,12 @@ class CudaKernel : public KernelHandle {
     if (call.recording != nullptr) {
       return record(call.recording, grid, block, static_cast<unsigned>(dyn), args);
     }
+    auto* stream = static_cast<CUstream_st*>(call.stream);
+    // The module's own context: a function launched on a context that did not load it fails.
     std::string error;
-    if (!driver_.try_launch(function_, grid, block, static_cast<unsigned>(dyn), args,
-                            static_cast<CUstream_st*>(call.stream), &error)) {
+    if (!driver_.try_make_current(loaded_.device, &error) ||
+        !driver_.try_launch(function_, grid, block, static_cast<unsigned>(dyn), args, stream,
+                            &error)) {
       if (error.find("STREAM_CAPTURE") != std::string::npos) {
         error +=
             "; while a stream captures a CUDA graph, call the kernel on that stream "
@@ -117,10 +142,25 @@ class CudaKernel : public KernelHandle {
       }
       return fail(error);
     }
+    driver_.note_launch(loaded_.device, interned_);
+    // CUDA_LAUNCH_BLOCKING=1 waits for the launch, except while the stream captures a graph
+    // (nothing runs then, and a synchronize would break the capture).
+    if (loaded_.launch_blocking && !capturing(stream) &&
+        !driver_.try_synchronize_stream(stream, &error)) {
+      return fail("(CUDA_LAUNCH_BLOCKING=1: synchronized after the launch) " + error);
+    }
     return 0;
   }
 
  private:
+  bool capturing(CUstream_st* stream) noexcept {
+    try {
+      return driver_.is_capturing(stream);
+    } catch (const std::exception&) {
+      return false;  // the synchronize that follows reports the driver's state
+    }
+  }
+
   // Keeps the launch, with copies of the argument values, instead of running it.
   int32_t record(LaunchRecording* recording, Dim3 grid, Dim3 block, unsigned dyn,
                  void** args) noexcept {
@@ -132,6 +172,7 @@ class CudaKernel : public KernelHandle {
       l.block = block;
       l.dynamic_shared = dyn;
       l.module = module_;
+      l.device = loaded_.device;
       size_t words = 0;
       for (uint32_t bytes : param_bytes_) words += (bytes + 7) / 8;
       l.values.assign(words, 0);
@@ -167,20 +208,31 @@ class CudaKernel : public KernelHandle {
   LaunchLimits limits_;
   std::vector<uint32_t> param_bytes_;
   std::shared_ptr<void> module_;  // the loaded module, for recordings that outlive the variant
+  LoadedKernel loaded_;
+  const std::string* interned_;
 };
 
-// The loaded CUDA module: unloaded when the variant goes. Not copyable: a copy (once made by
-// constructing a temporary for make_shared) would unload the module when it is destroyed.
+// The loaded CUDA module: unloaded when the variant goes (and only then: not copyable, so no
+// temporary's destructor unloads it early). Launches are asynchronous, so its kernels may
+// still run then: the device's work is waited for first, and a module whose device cannot be
+// synchronized (a fault, a stream capture in progress) is left loaded rather than unloaded
+// under running kernels.
 struct CudaModule {
-  CudaModule(CudaDriver* d, CUmod_st* m) : driver(d), module(m) {}
+  CudaModule(CudaDriver* d, CUmod_st* m, int ordinal) : driver(d), module(m), device(ordinal) {}
   CudaModule(const CudaModule&) = delete;
   CudaModule& operator=(const CudaModule&) = delete;
   CudaDriver* driver;
   CUmod_st* module;
-  CudaModule(CudaDriver* d, CUmod_st* m) : driver(d), module(m) {}
-  CudaModule(const CudaModule&) = delete;
-  CudaModule& operator=(const CudaModule&) = delete;
+  int device;
   ~CudaModule() {
+    try {
+      driver->make_current(device);
+      driver->synchronize();
+    } catch (const std::exception& e) {
+      PRIMJIT_LOG_WARNING << "a CUDA module of device " << device
+                          << " stays loaded: its kernels may still run (" << e.what() << ")";
+      return;
+    }
     try {
       driver->unload_module(module);
     } catch (const std::exception& e) {
@@ -188,6 +240,20 @@ struct CudaModule {
     }
   }
 };
+
+// The driver must be new enough for the code this NVRTC makes (a CUBIN or PTX of CUDA 13 does
+// not load on a CUDA 12 driver): checked before compiling and loading, with the fix.
+void check_driver_version(CudaDriver& driver) {
+  const NvrtcInfo nvrtc = nvrtc_info();
+  const std::string version = std::to_string(nvrtc.major) + "." + std::to_string(nvrtc.minor);
+  driver.check_supports(nvrtc.major * 1000 + nvrtc.minor * 10,
+                        "NVRTC " + version + " (the CUDA " + version + " toolkit)");
+}
+
+bool launch_blocking() {
+  const char* value = std::getenv("CUDA_LAUNCH_BLOCKING");
+  return value != nullptr && std::string(value) == "1";
+}
 
 // PRIMJIT_DUMP=cuda: the module's CUDA source goes to <variant dump dir>/device.cu.
 void dump_source(const CudaModuleSource& source, const DumpConfig* dumps) {
@@ -231,8 +297,9 @@ DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
 
   // Then the driver: without one this is the "no CUDA driver" error, before NVRTC runs.
   CudaDriver& driver = CudaDriver::get();
-  driver.make_current(0);
-  DeviceInfo info = driver.device_info(0);
+  check_driver_version(driver);
+  driver.make_current(device_options.device);
+  DeviceInfo info = driver.device_info(device_options.device);
 
   start = Clock::now();
   NvrtcOptions options;
@@ -259,16 +326,23 @@ DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
   return binary;
 }
 
-std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary, StageTimes* times) {
+std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
+                                               const DeviceOptions& device_options,
+                                               StageTimes* times) {
   auto code = std::make_unique<DeviceCode>();
   if (binary.empty()) return code;
   CudaDriver& driver = CudaDriver::get();
-  driver.make_current(0);
-  DeviceInfo device = driver.device_info(0);
+  check_driver_version(driver);
+  const int ordinal = device_options.device;
+  driver.make_current(ordinal);
+  DeviceInfo device = driver.device_info(ordinal);
   Clock::time_point start = Clock::now();
-  auto module = std::make_shared<CudaModule>(&driver, driver.load_module(binary.image));
+  auto module = std::make_shared<CudaModule>(&driver, driver.load_module(binary.image), ordinal);
   code->owner = module;
   const int64_t optin = static_cast<int64_t>(device.max_shared_per_block_optin);
+  LoadedKernel loaded;
+  loaded.device = ordinal;
+  loaded.launch_blocking = launch_blocking();
   for (const DeviceBinary::Kernel& info : binary.kernels) {
     CUfunc_st* function = driver.function(module->module, info.name);
     std::vector<Slot> slots;
@@ -277,14 +351,17 @@ std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary, Stage
       slots.push_back(slot_of(tag, info.name));
       dynamic_shared |= slots.back() == Slot::kDynShared;
     }
-    // Above 48 KB a kernel must opt in; allow it up to what the device offers.
-    if (dynamic_shared && optin > 48 * 1024) {
-      driver.set_max_dynamic_shared(function, static_cast<int>(optin));
+    loaded.static_shared = driver.static_shared_bytes(function);
+    // Above 48 KB of shared memory per block a kernel must opt in. Static and dynamic shared
+    // memory share the device's opt-in maximum, so the dynamic part may use what the static
+    // part leaves (the driver refuses more).
+    if (dynamic_shared && optin > 48 * 1024 && optin > loaded.static_shared) {
+      driver.set_max_dynamic_shared(function, static_cast<int>(optin - loaded.static_shared));
     }
     LaunchLimits limits;
     limits.max_shared_per_block = std::max<int64_t>(optin, limits.max_static_shared);
     code->kernels[info.name] = std::make_unique<CudaKernel>(
-        driver, function, info.name, std::move(slots), limits, info.param_bytes, module);
+        driver, function, info.name, std::move(slots), limits, info.param_bytes, module, loaded);
   }
   times->load_ms += ms_since(start);
   return code;
@@ -293,7 +370,8 @@ std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary, Stage
 void replay_launches(const LaunchRecording& recording, CUstream_st* stream) {
   std::string error;
   for (const RecordedLaunch& l : recording.launches) {
-    if (!recording.driver->try_launch(l.function, l.grid, l.block, l.dynamic_shared,
+    if (!recording.driver->try_make_current(l.device, &error) ||
+        !recording.driver->try_launch(l.function, l.grid, l.block, l.dynamic_shared,
                                       const_cast<void**>(l.args.data()), stream, &error)) {
       PRIMJIT_USER_ERROR() << "launching kernel '" << l.kernel << "' of a prepared call: " << error;
     }

@@ -26,6 +26,7 @@ struct DeviceCode {
 struct DeviceOptions {
   bool fast_math = false;
   int64_t max_unroll = passes::kDefaultMaxUnroll;  // T.unroll loops with #pragma unroll
+  int device = 0;  // the CUDA device ordinal compiled for (its architecture) and loaded on
 };
 
 /// A module's kernels compiled for a device, with what loading them needs: what the disk
@@ -44,14 +45,17 @@ struct DeviceBinary {
 };
 
 /// Compiles the kernels (calling_conv 2) of a lowered module for `device` (cuda), adding the
-/// time of each stage to `times`. Needs a driver (the device's architecture decides the code).
-/// `dumps` (PRIMJIT_DUMP, `dir` the variant's directory), when given, says which of the CUDA
-/// source (device.cu) and PTX (device.ptx) to write.
+/// time of each stage to `times`. Needs a driver: the architecture of device `options.device`
+/// decides the code, and a driver older than NVRTC is an error that says so. `dumps`
+/// (PRIMJIT_DUMP, `dir` the variant's directory), when given, says which of the CUDA source
+/// (device.cu) and PTX (device.ptx) to write.
 DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
                                  const DeviceOptions& options, StageTimes* times,
                                  const DumpConfig* dumps = nullptr);
-/// Loads compiled kernels on device 0 (nothing to load: an empty DeviceCode).
-std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary, StageTimes* times);
+/// Loads compiled kernels in the primary context of device `options.device` (nothing to
+/// load: an empty DeviceCode); their launches make that context current.
+std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
+                                               const DeviceOptions& options, StageTimes* times);
 
 /// One kernel launch as a call's host code made it, with copies of its argument values.
 struct RecordedLaunch {
@@ -62,6 +66,7 @@ struct RecordedLaunch {
   std::vector<uint64_t> values;  // each argument's bytes from an 8-byte boundary
   std::vector<void*> args;       // into `values`, as cuLaunchKernel takes them
   std::shared_ptr<void> module;  // keeps the kernel's code loaded
+  int device = 0;                // the device whose context loaded it
 };
 
 /// The launches a call made while recording (CallContext::recording), in order.

@@ -4,6 +4,8 @@
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 
+#include <array>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -33,6 +35,7 @@ namespace {
   X(cuModuleUnload, 2000)             \
   X(cuModuleGetFunction, 2000)        \
   X(cuFuncSetAttribute, 9000)         \
+  X(cuFuncGetAttribute, 2020)         \
   X(cuLaunchKernel, 4000)             \
   X(cuMemAlloc, 3020)                 \
   X(cuMemFree, 3020)                  \
@@ -49,6 +52,33 @@ namespace {
   X(cuStreamIsCapturing, 10000)       \
   X(cuMemcpyHtoDAsync, 3020)          \
   X(cuMemcpyDtoHAsync, 3020)
+
+// The driver and device whose primary context this thread made current (contexts are per
+// thread): the launch path switches only when a kernel's device is not the current one.
+thread_local const CudaDriver* t_current_driver = nullptr;
+thread_local int t_current_device = -1;
+
+// Devices whose last launched kernel is remembered (for naming asynchronous faults).
+constexpr int kMaxNamedDevices = 64;
+
+// Errors of kernels that already ran, reported by whatever driver call comes next (a copy, a
+// synchronize, another launch): they name the last kernel launched, not that call.
+bool is_async_fault(CUresult result) {
+  switch (result) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+      return true;
+    default:
+      return false;
+  }
+}
 
 constexpr const char* kNoDriver = "no CUDA driver: ";
 constexpr const char* kHint =
@@ -73,6 +103,9 @@ struct CudaDriver::Api {
 
   DeviceInfo query_device_info(int ordinal) const;
 
+  // The kernel launched last on each device (interned names), for asynchronous faults.
+  std::array<std::atomic<const std::string*>, kMaxNamedDevices> last_kernel{};
+
   ~Api() {
     for (auto& [ordinal, context] : contexts) {
       CUdevice device;
@@ -91,10 +124,28 @@ struct CudaDriver::Api {
     return out;
   }
 
+  // What a failed call says: the driver's error and, for a fault of earlier asynchronous
+  // work, the kernel launched last on this thread's device and how to find the culprit.
+  std::string failure(CUresult result, const char* call) const {
+    std::string text = std::string("CUDA driver call ") + call + " failed: " + describe(result);
+    if (!is_async_fault(result)) return text;
+    text += ". This is an asynchronous fault of GPU work launched earlier";
+    const int device = t_current_device;
+    const std::string* kernel = device >= 0 && device < kMaxNamedDevices
+                                    ? last_kernel[device].load(std::memory_order_relaxed)
+                                    : nullptr;
+    if (kernel != nullptr) {
+      text += ": the last kernel launched on device " + std::to_string(device) + " was '" +
+              *kernel + "'";
+    }
+    return text +
+           " (run with CUDA_LAUNCH_BLOCKING=1 to report each fault at the launch of the kernel "
+           "that caused it); the CUDA context is unusable after it, restart the process";
+  }
+
   // The one checked wrapper all driver calls go through.
   void check(CUresult result, const char* call) const {
-    PRIMJIT_USER_CHECK(result == CUDA_SUCCESS)
-        << "CUDA driver call " << call << " failed: " << describe(result);
+    PRIMJIT_USER_CHECK(result == CUDA_SUCCESS) << failure(result, call);
   }
 
   template <typename F>
@@ -222,11 +273,6 @@ DeviceInfo CudaDriver::Api::query_device_info(int ordinal) const {
   return info;
 }
 
-namespace {
-// The driver whose primary context this thread made current (contexts are per thread).
-thread_local const CudaDriver* t_current_driver = nullptr;
-}  // namespace
-
 void CudaDriver::ensure_current() {
   if (t_current_driver != this) make_current(0);
 }
@@ -243,6 +289,18 @@ void CudaDriver::make_current(int ordinal) {
   }
   api_->check(api_->cuCtxSetCurrent(it->second), "cuCtxSetCurrent");
   t_current_driver = this;
+  t_current_device = ordinal;
+}
+
+bool CudaDriver::try_make_current(int ordinal, std::string* error) noexcept {
+  if (t_current_driver == this && t_current_device == ordinal) return true;
+  try {
+    make_current(ordinal);
+    return true;
+  } catch (const std::exception& e) {
+    *error = e.what();
+    return false;
+  }
 }
 
 DevicePtr CudaDriver::alloc(size_t bytes) {
@@ -380,10 +438,49 @@ bool CudaDriver::try_launch(CUfunc_st* function, Dim3 grid, Dim3 block,
                                          block.z, dynamic_shared_bytes, stream, args, nullptr);
   if (result == CUDA_SUCCESS) return true;
   try {
-    *error = "CUDA driver call cuLaunchKernel failed: " + api_->describe(result);
+    *error = api_->failure(result, "cuLaunchKernel");
   } catch (...) {
   }
   return false;
+}
+
+bool CudaDriver::try_synchronize_stream(CUstream_st* stream, std::string* error) noexcept {
+  CUresult result = api_->cuStreamSynchronize(stream);
+  if (result == CUDA_SUCCESS) return true;
+  try {
+    *error = api_->failure(result, "cuStreamSynchronize");
+  } catch (...) {
+  }
+  return false;
+}
+
+void CudaDriver::note_launch(int ordinal, const std::string* name) noexcept {
+  if (ordinal >= 0 && ordinal < kMaxNamedDevices) {
+    api_->last_kernel[ordinal].store(name, std::memory_order_relaxed);
+  }
+}
+
+int CudaDriver::static_shared_bytes(CUfunc_st* function) {
+  int bytes = 0;
+  api_->check(api_->cuFuncGetAttribute(&bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function),
+              "cuFuncGetAttribute(SHARED_SIZE_BYTES)");
+  return bytes;
+}
+
+void CudaDriver::check_supports(int needed, const std::string& toolkit) const {
+  const int have = version();
+  if (have >= needed) return;
+  auto text = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+  // The first driver branch of each CUDA major version (NVIDIA's compatibility table).
+  const char* branch = needed >= 13000   ? " (R580 or newer)"
+                       : needed >= 12000 ? " (R525 or newer)"
+                                         : "";
+  PRIMJIT_USER_ERROR() << "the NVIDIA driver supports CUDA " << text(have)
+                       << " (driver API version " << have << "), but primjit compiles kernels with "
+                       << toolkit << ", which needs driver API version " << needed
+                       << " or newer: update the NVIDIA driver to one for CUDA " << text(needed)
+                       << branch << ", or build primjit with a CUDA toolkit no newer than "
+                       << text(have);
 }
 
 void CudaDriver::synchronize() {

@@ -63,6 +63,9 @@ class CudaDriver {
   /// The calls below that need a context make device 0's current themselves on a thread that
   /// has none of this driver's yet.
   void make_current(int ordinal = 0);
+  /// make_current() without exceptions for the launch path; nothing to do (and cheap) when the
+  /// device's context is already this thread's current one.
+  bool try_make_current(int ordinal, std::string* error) noexcept;
 
   DevicePtr alloc(size_t bytes);
   void free(DevicePtr pointer);
@@ -100,11 +103,24 @@ class CudaDriver {
               void** args, CUstream_st* stream = nullptr);
   /// Lets `function` use up to `bytes` of dynamic shared memory (needed above 48 KB).
   void set_max_dynamic_shared(CUfunc_st* function, int bytes);
+  /// Bytes of static (__shared__) memory one block of `function` uses.
+  int static_shared_bytes(CUfunc_st* function);
   /// launch() without exceptions, for the launch path of compiled code: false and the
   /// driver's error in `error` on failure.
   bool try_launch(CUfunc_st* function, Dim3 grid, Dim3 block, unsigned dynamic_shared_bytes,
                   void** args, CUstream_st* stream, std::string* error) noexcept;
   void synchronize();
+  /// synchronize_stream() without exceptions, for the launch path (CUDA_LAUNCH_BLOCKING=1).
+  bool try_synchronize_stream(CUstream_st* stream, std::string* error) noexcept;
+
+  /// Records that kernel `*name` was launched last on device `ordinal`: an asynchronous fault
+  /// that a later call reports (a copy, a synchronize) names it. `name` must outlive the
+  /// process's use of the driver (kernel names are interned).
+  void note_launch(int ordinal, const std::string* name) noexcept;
+  /// The oldest driver API version the CUDA toolkit primjit compiles with needs (NVRTC's
+  /// major * 1000 + minor * 10, e.g. 13000); throws primjit::Error naming both versions and the
+  /// fix when this driver is older.
+  void check_supports(int needed_version, const std::string& toolkit) const;
 
  private:
   struct Api;

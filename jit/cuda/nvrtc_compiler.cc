@@ -1,11 +1,13 @@
 #include "jit/cuda/nvrtc_compiler.h"
 
+#include <dlfcn.h>
 #include <nvrtc.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <sstream>
 
 #include "primjit/error.h"
@@ -68,6 +70,44 @@ DeviceImage::Kind choose_target(const NvrtcOptions& options, const std::vector<i
   return DeviceImage::Kind::kPtx;
 }
 
+// NVRTC loads libnvrtc-builtins.so.<major>.<minor> with dlopen by its name at the first compile,
+// so the dynamic loader finds it only through LD_LIBRARY_PATH or the loader cache, which need
+// not name the toolkit's library directory (primjit finds libnvrtc itself through its RUNPATH).
+// Loading it first by absolute path, from beside the libnvrtc this process loaded or else from
+// the toolkit's library directory, makes NVRTC's dlopen by name find it already loaded.
+void preload_nvrtc_builtins() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int major = 0, minor = 0;
+    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return;
+    const std::string name =
+        "libnvrtc-builtins.so." + std::to_string(major) + "." + std::to_string(minor);
+    std::vector<std::filesystem::path> dirs;
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&nvrtcCompileProgram), &info) != 0 &&
+        info.dli_fname != nullptr) {
+      dirs.push_back(std::filesystem::path(info.dli_fname).parent_path());
+    }
+    const std::filesystem::path toolkit = std::filesystem::path(cuda_include_dir()).parent_path();
+    dirs.push_back(toolkit / "lib64");
+    dirs.push_back(toolkit / "lib");
+    for (const std::filesystem::path& dir : dirs) {
+      const std::filesystem::path path = dir / name;
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec)) continue;
+      // Kept loaded for the life of the process, as NVRTC keeps it.
+      if (dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr) {
+        PRIMJIT_LOG_DEBUG << "loaded " << path.string();
+        return;
+      }
+      const char* reason = dlerror();
+      PRIMJIT_LOG_INFO << "cannot load " << path.string() << ": "
+                       << (reason != nullptr ? reason : "unknown reason");
+    }
+    PRIMJIT_LOG_INFO << name << " not found beside libnvrtc; NVRTC looks for it by name";
+  });
+}
+
 }  // namespace
 
 std::string cuda_include_dir() {
@@ -125,6 +165,7 @@ DeviceImage nvrtc_compile(const CudaSource& source, const NvrtcOptions& options)
   std::vector<const char*> argv;
   for (const std::string& flag : flags) argv.push_back(flag.c_str());
 
+  preload_nvrtc_builtins();
   Program program(source);
   nvrtcResult result =
       nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());

@@ -107,6 +107,7 @@ void push_layout(const DLTensor& t, bool symbolic, KeyBuffer* key) {
 
 void build_key(std::span<const ParamInfo> params, std::span<const Arg> args, bool dynamic,
                const DimSet& symbolic, KeyBuffer* key) {
+  int64_t device = -1;  // of the CUDA tensors (the call's checks made them agree)
   for (size_t i = 0; i < args.size(); ++i) {
     if (!params[i].buffer.defined()) continue;
     const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
@@ -119,7 +120,11 @@ void build_key(std::span<const ParamInfo> params, std::span<const Arg> args, boo
       key->push(sym ? kSymbolic : t->shape[d]);
     }
     push_layout(*t, any_symbolic, key);
+    if (t->device.device_type == kDLCUDA || t->device.device_type == kDLCUDAManaged) {
+      device = t->device.device_id;
+    }
   }
+  if (device >= 0) key->push(device);
 }
 
 namespace {

@@ -105,7 +105,8 @@ using DimSet = std::set<std::pair<size_t, size_t>>;
 
 /// Appends the key of a call (`args` passed check_arguments): per tensor its dtype and ndim,
 /// then its dimensions, each as kSymbolic when `dynamic` or in `symbolic`, then its layout
-/// (push_layout; strides symbolic when `dynamic` or when a dimension of the tensor is).
+/// (push_layout; strides symbolic when `dynamic` or when a dimension of the tensor is); last,
+/// when the tensors are CUDA tensors, their device ordinal (each device loads its own module).
 void build_key(std::span<const ParamInfo> params, std::span<const Arg> args, bool dynamic,
                const DimSet& symbolic, KeyBuffer* key);
 

@@ -22,7 +22,7 @@ namespace {
 bool load_image(Kernel::State& k, const CachedVariant& image, Variant& v, std::string* problem) {
   try {
     StageTimes ignored;  // the whole load counts as cache time
-    v.device = load_device_binary(image.device, &ignored);
+    v.device = load_device_binary(image.device, device_options(k, v), &ignored);
     v.host = std::make_unique<HostProgram>(k.jit->engine, image.host);
     v.entry = v.host->function(k.name);
     bind_kernels(v);
@@ -91,7 +91,7 @@ std::unique_ptr<RemoteCache> open_remote_cache(const JitOptions& options) {
   return nullptr;
 }
 
-std::string persistent_key(Kernel::State& k, const std::vector<int64_t>& key) {
+std::string persistent_key(Kernel::State& k, const std::vector<int64_t>& key, int cuda_device) {
   if ((k.jit->disk == nullptr && k.jit->remote == nullptr) || k.target->kind == "emu") return "";
   std::call_once(k.disk_once, [&] {
     try {
@@ -103,8 +103,7 @@ std::string persistent_key(Kernel::State& k, const std::vector<int64_t>& key) {
         if (driver == nullptr || driver->device_count() == 0) return;
         NvrtcInfo nvrtc = nvrtc_info();
         out << "nvrtc " << nvrtc.major << "." << nvrtc.minor << " driver " << driver->version()
-            << " device sm_" << driver->device_info(0).arch() << " fast_math "
-            << k.options.fast_math
+            << " fast_math " << k.options.fast_math
 #ifndef NDEBUG
             << " line_info"
 #endif
@@ -120,7 +119,17 @@ std::string persistent_key(Kernel::State& k, const std::vector<int64_t>& key) {
     }
   });
   if (k.disk_prefix.empty()) return "";
-  std::string text = k.disk_prefix + "\nkey";
+  std::string text = k.disk_prefix;
+  if (k.target->kind == "cuda") {
+    // The architecture of the device this variant is for (each device its own image).
+    try {
+      text += "\ndevice sm_" + std::to_string(CudaDriver::get().device_info(cuda_device).arch());
+    } catch (const Error& e) {
+      PRIMJIT_LOG_INFO << "kernel '" << k.name << "' is not cached on disk: " << e.what();
+      return "";
+    }
+  }
+  text += "\nkey";
   for (int64_t v : key) text += " " + std::to_string(v);
   // The same key for people (primjit-cache ls): each tensor's dtype and shape.
   text += "\nargs" + key_args_text(k.params, key);

@@ -26,7 +26,7 @@ std::unique_ptr<RemoteCache> open_remote_cache(const JitOptions& options);
 /// The persistent key of a variant (disk and remote tiers): everything its code depends on, as
 /// text. Empty when the kernel's variants are not kept beyond memory (both tiers off, emu, or
 /// cuda without a driver: such a compile fails anyway, with the driver's error).
-std::string persistent_key(Kernel::State& k, const std::vector<int64_t>& key);
+std::string persistent_key(Kernel::State& k, const std::vector<int64_t>& key, int cuda_device);
 
 /// What the disk cache had for a variant.
 enum class DiskLoad {

@@ -91,6 +91,7 @@ void check_arguments(const Kernel::State& k, std::span<const Arg> args) {
   };
   PRIMJIT_USER_CHECK(args.size() == k.params.size())
       << "'" << k.name << "' takes " << k.params.size() << " arguments, got " << args.size();
+  int cuda_arg = -1;  // the first CUDA tensor argument
   for (size_t i = 0; i < args.size(); ++i) {
     const PJValue& v = args[i].value;
     const ParamInfo& p = k.params[i];
@@ -118,9 +119,16 @@ void check_arguments(const Kernel::State& k, std::span<const Arg> args) {
                        (expected_device == kDLCUDA && t->device.device_type == kDLCUDAManaged))
         << where(i) << ": expected a tensor on " << (expected_device == kDLCUDA ? "cuda" : "cpu")
         << " (target " << k.target.str() << "), got " << describe(*t);
-    PRIMJIT_USER_CHECK(expected_device != kDLCUDA || t->device.device_id == 0)
-        << where(i) << ": kernels run on CUDA device 0, got a tensor on device "
-        << t->device.device_id << " (more than one GPU is not supported yet; copy it to device 0)";
+    // A kernel runs on one device: the device of its first CUDA tensor.
+    if (expected_device == kDLCUDA && cuda_arg < 0) cuda_arg = static_cast<int>(i);
+    if (expected_device == kDLCUDA) {
+      const auto* first = static_cast<const DLTensor*>(args[cuda_arg].value.v_ptr);
+      PRIMJIT_USER_CHECK(t->device.device_id == first->device.device_id)
+          << where(i) << " is on CUDA device " << t->device.device_id << ", but argument #"
+          << cuda_arg << " ('" << k.params[cuda_arg].name << "') is on CUDA device "
+          << first->device.device_id
+          << ": a kernel runs on one device; copy the tensors to one device (Tensor::to)";
+    }
     PRIMJIT_USER_CHECK(t->data != nullptr || num_elements(*t) == 0)
         << where(i) << ": the tensor's data pointer is null";
     for (int d = 0; d < t->ndim; ++d) {
@@ -167,6 +175,17 @@ void check_arguments(const Kernel::State& k, std::span<const Arg> args) {
       }
     }
   }
+}
+
+int cuda_device_of(std::span<const Arg> args) {
+  for (const Arg& arg : args) {
+    if (arg.value.type_index != kPJDLTensorPtr || arg.value.v_ptr == nullptr) continue;
+    const auto* t = static_cast<const DLTensor*>(arg.value.v_ptr);
+    if (t->device.device_type == kDLCUDA || t->device.device_type == kDLCUDAManaged) {
+      return t->device.device_id;
+    }
+  }
+  return -1;
 }
 
 }  // namespace primjit::jit

@@ -21,4 +21,8 @@ inline constexpr size_t kMaxFastParams = 64;
 /// naming the argument and what it should be.
 void check_arguments(const Kernel::State& k, std::span<const Arg> args);
 
+/// The CUDA device ordinal of a call's CUDA tensors (check_arguments made them agree); -1 when
+/// no argument is a CUDA tensor.
+int cuda_device_of(std::span<const Arg> args);
+
 }  // namespace primjit::jit

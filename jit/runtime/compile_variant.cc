@@ -1,5 +1,6 @@
 #include "jit/runtime/compile_variant.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -8,6 +9,7 @@
 
 #include "ir/dump_config.h"
 #include "jit/runtime/cache_tiers.h"
+#include "jit/runtime/call_arguments.h"
 #include "jit/runtime/kernel_state.h"
 #include "primjit/error.h"
 #include "primjit/ir/functor.h"
@@ -129,8 +131,8 @@ void bind_kernels(Variant& v) {
   });
 }
 
-DeviceOptions device_options(const Kernel::State& k) {
-  return DeviceOptions{k.options.fast_math, k.options.max_unroll};
+DeviceOptions device_options(const Kernel::State& k, const Variant& v) {
+  return DeviceOptions{k.options.fast_math, k.options.max_unroll, v.cuda_device};
 }
 
 IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool dynamic,
@@ -163,13 +165,15 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
                                          Source* source) {
   auto variant = std::make_shared<Variant>();
   variant->key = std::move(key);
+  variant->cuda_device = std::max(cuda_device_of(args), 0);
   StageTimes times;
   *source = Source::kCompiled;
   // Dumps come from compiling: with PRIMJIT_DUMP set, the persistent tiers are left alone
   // (neither read nor written).
   DumpConfig dumps = variant_dumps(k);
   if (dumps.any()) PRIMJIT_LOG_INFO << "kernel '" << k.name << "': dumping to " << dumps.dir;
-  std::string cache_key = dumps.any() ? "" : persistent_key(k, variant->key);
+  std::string cache_key =
+      dumps.any() ? "" : persistent_key(k, variant->key, variant->cuda_device);
   DiskLoad disk =
       cache_key.empty() ? DiskLoad::kOff : load_from_disk(k, cache_key, *variant, &times);
   if (disk == DiskLoad::kLoaded) {
@@ -207,9 +211,10 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   if (k.target->is_device()) {
     device_thread = std::thread([&] {
       try {
-        image.device = compile_device_code(lowered, k.target, device_options(k), &device_times,
+        const DeviceOptions options = device_options(k, *variant);
+        image.device = compile_device_code(lowered, k.target, options, &device_times,
                                            dumps.any() ? &dumps : nullptr);
-        variant->device = load_device_binary(image.device, &device_times);
+        variant->device = load_device_binary(image.device, options, &device_times);
       } catch (...) {
         device_error = std::current_exception();
       }

@@ -46,7 +46,7 @@ IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool d
 /// Gives the host code of a variant the handles of the kernels it launches.
 void bind_kernels(Variant& v);
 
-/// The device options of the kernel's variants.
-DeviceOptions device_options(const Kernel::State& k);
+/// The device options of the kernel's variant `v` (its CUDA device among them).
+DeviceOptions device_options(const Kernel::State& k, const Variant& v);
 
 }  // namespace primjit::jit

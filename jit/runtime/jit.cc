@@ -130,6 +130,7 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
     }
     state->fast.push_back(fp);
   }
+  if (target->kind == "cuda") ++key_size;  // the device ordinal
   state->fast_ok =
       key_size <= jit::kInlineKey && dims <= 64 && state->params.size() <= jit::kMaxFastParams;
   PRIMJIT_LOG_DEBUG << "kernel '" << name << "' for " << target.str();
@@ -159,6 +160,7 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
   const bool disjoint = !k.memory.disjoint.empty();
   uintptr_t begin[jit::kMaxFastParams],
       end[jit::kMaxFastParams];  // of the tensors, when some must not overlap
+  int32_t device = -1;           // of the CUDA tensors: all on one, the key's last entry
   for (size_t i = 0; i < args.size(); ++i) {
     const PJValue& v = args[i].value;
     const Kernel::State::FastParam& p = k.fast[i];
@@ -176,7 +178,10 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
         !(p.device == kDLCUDA && t->device.device_type == kDLCUDAManaged)) {
       return false;
     }
-    if (p.device == kDLCUDA && t->device.device_id != 0) return false;
+    if (p.device == kDLCUDA) {
+      if (device >= 0 && t->device.device_id != device) return false;  // the full checks say
+      device = t->device.device_id;
+    }
     uint32_t dtype;
     std::memcpy(&dtype, &t->dtype, sizeof(dtype));
     if (dtype != p.dtype) return false;
@@ -230,6 +235,7 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
   for (const auto& [i, j] : k.memory.disjoint) {
     if (begin[i] < end[j] && begin[j] < end[i]) return false;
   }
+  if (device >= 0) key->push_inline(device);
   return true;
 }
 

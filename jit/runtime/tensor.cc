@@ -90,8 +90,11 @@ Tensor Tensor::zeros(std::vector<int64_t> shape, DataType dtype, DLDevice device
     jit::CudaDriver& driver = jit::CudaDriver::get();
     driver.make_current(device.device_id);
     impl->device_memory = driver.alloc(std::max<size_t>(bytes, 1));
-    std::vector<uint8_t> zero(bytes, 0);
-    if (bytes > 0) driver.copy_to_device(impl->device_memory, zero.data(), bytes);
+    // The device fills it (no host buffer of zeros to copy); the tensor is ready on return.
+    if (bytes > 0) {
+      driver.fill_async(impl->device_memory, 0, bytes);
+      driver.synchronize_stream(nullptr);
+    }
     data = reinterpret_cast<void*>(impl->device_memory);
   }
   impl->dl.data = data;

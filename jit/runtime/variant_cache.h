@@ -27,6 +27,7 @@ namespace primjit::jit {
 /// One compiled specialization of a kernel.
 struct Variant {
   std::vector<int64_t> key;
+  int cuda_device = 0;  // cuda: the device ordinal its kernels are compiled for and loaded on
   // Target emu: the whole lowered module runs in the interpreter, which then knows every
   // tensor's extent and checks every access.
   std::unique_ptr<emu::Interpreter> interpreter;

@@ -65,6 +65,23 @@ CudaDriver* gpu_or_skip(std::string* reason) {
   return driver;
 }
 
+// The machine's driver runs what this NVRTC makes (CUDA 13 needs an R580 driver or newer);
+// otherwise every cuda compile says which driver to install.
+TEST(CudaDriverGpu, DriverIsNewEnoughForNvrtc) {
+  std::string reason;
+  CudaDriver* driver = gpu_or_skip(&reason);
+  if (driver == nullptr) GTEST_SKIP() << reason;
+  NvrtcInfo nvrtc = nvrtc_info();
+  EXPECT_NO_THROW(driver->check_supports(nvrtc.major * 1000 + nvrtc.minor * 10, "NVRTC"));
+  try {
+    driver->check_supports(driver->version() + 10, "a future NVRTC");
+    FAIL() << "a newer requirement than the driver must be refused";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("update the NVIDIA driver"), std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(CudaDriverGpu, DescribesDevice0) {
   std::string reason;
   CudaDriver* driver = gpu_or_skip(&reason);

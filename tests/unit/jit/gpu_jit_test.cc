@@ -159,6 +159,64 @@ def reverse_big(A: T.Buffer((32768,), "float32"), B: T.Buffer((32768,), "float32
   }
 }
 
+// Static and dynamic shared memory together above 48 KB: the dynamic limit set at load leaves
+// room for the static part (the driver refuses the opt-in maximum for a kernel with static
+// shared memory), and the result is right.
+TEST(JitCuda, StaticAndDynamicSharedMemoryTogetherAbove48KB) {
+  REQUIRE_GPU();
+  const int64_t optin =
+      static_cast<int64_t>(jit::CudaDriver::get().device_info(0).max_shared_per_block_optin);
+  if (optin <= 64 * 1024) GTEST_SKIP() << "the device offers " << optin << " bytes per block";
+  const int64_t dynamic = (optin - 4096) / 4;  // floats: leaves room for 1 KB static and more
+  Jit jit;
+  Kernel k = jit.kernel(parse(R"(
+@T.prim_func
+def shared_both(X: T.Buffer((128,), "float32"), Y: T.Buffer((128,), "float32")):
+    T.func_attr({"target": T.target("cuda", host="llvm")})
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((256,), "float32", scope="shared")
+    D = T.alloc_buffer(()" + std::to_string(dynamic) +
+                              R"(,), "float32", scope="shared.dyn")
+    S[tx] = X[tx]
+    D[tx] = S[tx] * T.float32(2)
+    Y[tx] = D[tx]
+)")
+                            ->lookup("shared_both"),
+                        {.target = Target::cuda()});
+  Tensor x = filled({128}, 7);
+  Tensor dy = Tensor::zeros({128}, DataType::Float(32), kGpu);
+  k(x.to(kGpu), dy);
+  Tensor y = dy.to(kCpu);
+  for (int i = 0; i < 128; ++i) ASSERT_EQ(y.data<float>()[i], 2 * x.data<float>()[i]) << i;
+}
+
+TEST(JitCuda, TensorZerosOnTheGpuIsZero) {
+  REQUIRE_GPU();
+  Tensor filled_once = filled({4096}, 8).to(kGpu);  // leaves non-zero memory behind
+  filled_once = Tensor();
+  Tensor t = Tensor::zeros({4096}, DataType::Float(32), kGpu).to(kCpu);
+  for (int i = 0; i < 4096; ++i) ASSERT_EQ(t.data<float>()[i], 0.0f) << i;
+}
+
+// With two GPUs, a kernel called with tensors on device 1 compiles and runs there.
+TEST(JitCuda, KernelsRunOnTheDeviceOfTheirTensors) {
+  REQUIRE_GPU();
+  if (jit::CudaDriver::get().device_count() < 2) GTEST_SKIP() << "one GPU";
+  const DLDevice gpu1{kDLCUDA, 1};
+  Jit jit;
+  Kernel k = jit.kernel(examples::vector_add_cuda(), {.target = Target::cuda()});
+  Tensor a = filled({1000}, 9), b = filled({1000}, 10);
+  for (DLDevice device : {gpu1, kGpu, gpu1}) {
+    Tensor c = Tensor::zeros({1000}, DataType::Float(32), device);
+    k(a.to(device), b.to(device), c);
+    Tensor host = c.to(kCpu);
+    for (int i = 0; i < 1000; ++i) {
+      ASSERT_EQ(host.data<float>()[i], a.data<float>()[i] + b.data<float>()[i]) << i;
+    }
+  }
+  EXPECT_EQ(k.stats().misses, 2u);  // one variant per device
+}
+
 // A second session loads the CUBIN and launch layout from the disk cache: no NVRTC, no LLVM,
 // and the kernels (two launches, merged shared memory) still compute the right result.
 TEST(JitCuda, DiskCacheHitLoadsDeviceCodeWithoutNvrtc) {

@@ -251,7 +251,9 @@ TEST(Jit, EvictionReachesEveryKernelSharingTheVariant) {
 
 // Variants run on CUDA device 0: a tensor on another device is refused before anything
 // compiles (no driver needed to say so).
-TEST(Jit, CudaTensorsOnAnotherDeviceAreRefused) {
+// A kernel runs on the device of its tensors (each device its own variant); tensors on two
+// devices in one call are refused before anything compiles.
+TEST(Jit, CudaTensorsOnTwoDevicesAreRefused) {
   Jit jit;
   Kernel k = jit.kernel(parse(R"(
 @T.prim_func
@@ -262,10 +264,14 @@ def copy(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
 )")
                             ->lookup("copy"),
                         {.target = Target::cuda()});
-  std::vector<float> host(8);
+  alignas(64) static float host[2][16];  // never dereferenced
   int64_t n = 8;
-  DLTensor t{host.data(), {kDLCUDA, 1}, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
-  EXPECT_ERROR_CONTAINS(k(&t, &t), "kernels run on CUDA device 0, got a tensor on device 1");
+  DLTensor a{host[0], {kDLCUDA, 0}, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
+  DLTensor b{host[1], {kDLCUDA, 1}, 1, {kDLFloat, 32, 1}, &n, nullptr, 0};
+  EXPECT_ERROR_CONTAINS(k(&a, &b),
+                        "argument #1 ('B') of 'copy' is on CUDA device 1, but argument #0 ('A') is "
+                        "on CUDA device 0: a kernel runs on one device; copy the tensors to one "
+                        "device (Tensor::to)");
   EXPECT_EQ(k.stats().misses, 0u);
 }
 
