@@ -173,6 +173,8 @@ class CudaKernel : public KernelHandle {
       l.dynamic_shared = dyn;
       l.module = module_;
       l.device = loaded_.device;
+      l.name = interned_;
+      l.launch_blocking = loaded_.launch_blocking;
       size_t words = 0;
       for (uint32_t bytes : param_bytes_) words += (bytes + 7) / 8;
       l.values.assign(words, 0);
@@ -241,12 +243,13 @@ struct CudaModule {
   }
 };
 
-// The driver must be new enough for the code this NVRTC makes (a CUBIN or PTX of CUDA 13 does
-// not load on a CUDA 12 driver): checked before compiling and loading, with the fix.
-void check_driver_version(CudaDriver& driver) {
+// The driver must be new enough for the code this NVRTC makes, checked before compiling and
+// loading, with the fix: a CUBIN of CUDA 13.x loads on any CUDA 13 driver (minor version
+// compatibility), PTX only on a driver at least as new as the NVRTC that wrote it.
+void check_driver_version(CudaDriver& driver, bool ptx) {
   const NvrtcInfo nvrtc = nvrtc_info();
   const std::string version = std::to_string(nvrtc.major) + "." + std::to_string(nvrtc.minor);
-  driver.check_supports(nvrtc.major * 1000 + nvrtc.minor * 10,
+  driver.check_supports(nvrtc.major * 1000 + (ptx ? nvrtc.minor * 10 : 0),
                         "NVRTC " + version + " (the CUDA " + version + " toolkit)");
 }
 
@@ -297,7 +300,7 @@ DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
 
   // Then the driver: without one this is the "no CUDA driver" error, before NVRTC runs.
   CudaDriver& driver = CudaDriver::get();
-  check_driver_version(driver);
+  check_driver_version(driver, /*ptx=*/false);
   driver.make_current(device_options.device);
   DeviceInfo info = driver.device_info(device_options.device);
 
@@ -332,7 +335,7 @@ std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
   auto code = std::make_unique<DeviceCode>();
   if (binary.empty()) return code;
   CudaDriver& driver = CudaDriver::get();
-  check_driver_version(driver);
+  check_driver_version(driver, binary.ptx);
   const int ordinal = device_options.device;
   driver.make_current(ordinal);
   DeviceInfo device = driver.device_info(ordinal);
@@ -370,9 +373,20 @@ std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
 void replay_launches(const LaunchRecording& recording, CUstream_st* stream) {
   std::string error;
   for (const RecordedLaunch& l : recording.launches) {
-    if (!recording.driver->try_make_current(l.device, &error) ||
-        !recording.driver->try_launch(l.function, l.grid, l.block, l.dynamic_shared,
-                                      const_cast<void**>(l.args.data()), stream, &error)) {
+    CudaDriver& driver = *recording.driver;
+    bool ok = driver.try_make_current(l.device, &error) &&
+              driver.try_launch(l.function, l.grid, l.block, l.dynamic_shared,
+                                const_cast<void**>(l.args.data()), stream, &error);
+    if (ok) {
+      // As a call's launch does: asynchronous faults name the kernel launched last, and
+      // CUDA_LAUNCH_BLOCKING=1 waits for it (not while the stream captures a graph).
+      driver.note_launch(l.device, l.name);
+      if (l.launch_blocking && !driver.is_capturing(stream)) {
+        ok = driver.try_synchronize_stream(stream, &error);
+        if (!ok) error = "(CUDA_LAUNCH_BLOCKING=1: synchronized after the launch) " + error;
+      }
+    }
+    if (!ok) {
       PRIMJIT_USER_ERROR() << "launching kernel '" << l.kernel << "' of a prepared call: " << error;
     }
   }

@@ -63,10 +63,12 @@ struct RecordedLaunch {
   CUfunc_st* function = nullptr;
   Dim3 grid, block;
   unsigned dynamic_shared = 0;
-  std::vector<uint64_t> values;  // each argument's bytes from an 8-byte boundary
-  std::vector<void*> args;       // into `values`, as cuLaunchKernel takes them
-  std::shared_ptr<void> module;  // keeps the kernel's code loaded
-  int device = 0;                // the device whose context loaded it
+  std::vector<uint64_t> values;       // each argument's bytes from an 8-byte boundary
+  std::vector<void*> args;            // into `values`, as cuLaunchKernel takes them
+  std::shared_ptr<void> module;       // keeps the kernel's code loaded
+  int device = 0;                     // the device whose context loaded it
+  const std::string* name = nullptr;  // interned (CudaDriver::note_launch)
+  bool launch_blocking = false;       // CUDA_LAUNCH_BLOCKING=1 when it was loaded
 };
 
 /// The launches a call made while recording (CallContext::recording), in order.

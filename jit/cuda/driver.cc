@@ -30,6 +30,7 @@ namespace {
   X(cuDevicePrimaryCtxRetain, 7000)   \
   X(cuDevicePrimaryCtxRelease, 11000) \
   X(cuCtxSetCurrent, 4000)            \
+  X(cuCtxGetCurrent, 4000)            \
   X(cuCtxSynchronize, 2000)           \
   X(cuModuleLoadData, 2000)           \
   X(cuModuleUnload, 2000)             \
@@ -55,8 +56,11 @@ namespace {
 
 // The driver and device whose primary context this thread made current (contexts are per
 // thread): the launch path switches only when a kernel's device is not the current one.
+// The context is checked against the driver's own current one before it is trusted: code
+// outside primjit (cudaSetDevice, a framework's device guard) may have switched it since.
 thread_local const CudaDriver* t_current_driver = nullptr;
 thread_local int t_current_device = -1;
+thread_local CUcontext t_current_context = nullptr;
 
 // Devices whose last launched kernel is remembered (for naming asynchronous faults).
 constexpr int kMaxNamedDevices = 64;
@@ -273,8 +277,14 @@ DeviceInfo CudaDriver::Api::query_device_info(int ordinal) const {
   return info;
 }
 
+bool CudaDriver::still_current() const noexcept {
+  CUcontext current = nullptr;
+  return t_current_driver == this && api_->cuCtxGetCurrent(&current) == CUDA_SUCCESS &&
+         current == t_current_context;
+}
+
 void CudaDriver::ensure_current() {
-  if (t_current_driver != this) make_current(0);
+  if (!still_current()) make_current(t_current_driver == this ? t_current_device : 0);
 }
 
 void CudaDriver::make_current(int ordinal) {
@@ -290,10 +300,11 @@ void CudaDriver::make_current(int ordinal) {
   api_->check(api_->cuCtxSetCurrent(it->second), "cuCtxSetCurrent");
   t_current_driver = this;
   t_current_device = ordinal;
+  t_current_context = it->second;
 }
 
 bool CudaDriver::try_make_current(int ordinal, std::string* error) noexcept {
-  if (t_current_driver == this && t_current_device == ordinal) return true;
+  if (t_current_device == ordinal && still_current()) return true;
   try {
     make_current(ordinal);
     return true;
@@ -426,9 +437,9 @@ void CudaDriver::set_max_dynamic_shared(CUfunc_st* function, int bytes) {
 bool CudaDriver::try_launch(CUfunc_st* function, Dim3 grid, Dim3 block,
                             unsigned dynamic_shared_bytes, void** args, CUstream_st* stream,
                             std::string* error) noexcept {
-  if (t_current_driver != this) {
+  if (!still_current()) {
     try {
-      make_current(0);
+      make_current(t_current_driver == this ? t_current_device : 0);
     } catch (const std::exception& e) {
       *error = e.what();
       return false;

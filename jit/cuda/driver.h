@@ -124,6 +124,8 @@ class CudaDriver {
 
  private:
   struct Api;
+  // Whether this thread's current context is still the one make_current set.
+  bool still_current() const noexcept;
   void ensure_current();
   explicit CudaDriver(std::unique_ptr<Api> api);
   std::unique_ptr<Api> api_;

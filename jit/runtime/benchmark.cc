@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "jit/cuda/driver.h"
+#include "jit/runtime/call_arguments.h"
 #include "primjit/dlpack.h"
 #include "primjit/error.h"
 #include "primjit/jit.h"
@@ -321,7 +322,9 @@ BenchResult Kernel::benchmark(std::span<const Arg> args, const BenchOptions& ben
   size_t flush_bytes = 0;
   std::string device;
   if (on_gpu) {
-    jit::DeviceInfo info = driver->device_info(0);
+    const int ordinal = std::max(jit::cuda_device_of(args), 0);
+    jit::DeviceInfo info = driver->device_info(ordinal);
+    driver->make_current(ordinal);  // the flush buffer and events belong to that device
     device = info.name;
     if (bench_options.flush_l2) flush_bytes = 2 * info.l2_cache_bytes;
     samples = time_on_gpu(*driver, stream, reps, flush_bytes, call_once);

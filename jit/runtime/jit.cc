@@ -561,6 +561,13 @@ PJValue CompiledVariant::call(std::span<const Arg> args, const CallOptions& opti
   const Kernel::State& k = *state_->kernel;
   jit::check_arguments(k, args);
   jit::check_argument_memory(k.memory, k.name, k.params, args, k.target);
+  // Its kernels are loaded on one device: tensors of another would be launched on the wrong
+  // context (the entry's own checks compare the arguments' devices only with each other).
+  const int device = jit::cuda_device_of(args);
+  PRIMJIT_USER_CHECK(device < 0 || device == state_->variant->cuda_device)
+      << "kernel '" << k.name << "': this compiled variant was loaded on CUDA device "
+      << state_->variant->cuda_device << ", but the call's tensors are on device " << device
+      << "; get a variant for that device with a call on its tensors";
   jit::CallScope scope({options.cuda_stream.value_or(k.options.cuda_stream), nullptr});
   return jit::run_variant(*state_->variant, args);
 }
