@@ -403,3 +403,68 @@ TEST(NvrtcBuiltins, CompileWorksWithoutTheToolkitInTheLoaderPath) {
 
 }  // namespace
 }  // namespace primjit
+
+// ---- after the merge: contexts switched by other code, prepared launches, device checks ---
+
+namespace primjit {
+namespace {
+
+// Code outside primjit (cudaSetDevice, a framework's device guard) switched this thread's
+// context since primjit's last launch: the launch still runs in the kernel's own context.
+TEST_F(FakeGpu, ALaunchAfterOtherCodeSwitchedTheContextRunsInTheKernelsOwn) {
+  Jit jit;
+  Kernel k = jit.kernel(examples::vector_add_cuda(), {.target = Target::cuda()});
+  Tensor a = vector(64, kGpu0), b = vector(64, kGpu0), c = vector(64, kGpu0);
+  k(a, b, c);
+  auto device_get = entry<CUresult (*)(CUdevice*, int)>("cuDeviceGet", 2000);
+  auto retain = entry<CUresult (*)(CUcontext*, CUdevice)>("cuDevicePrimaryCtxRetain", 7000);
+  auto set_current = entry<CUresult (*)(CUcontext)>("cuCtxSetCurrent", 4000);
+  CUdevice device1 = 0;
+  CUcontext context1 = nullptr;
+  ASSERT_EQ(device_get(&device1, 1), CUDA_SUCCESS);
+  ASSERT_EQ(retain(&context1, device1), CUDA_SUCCESS);
+  ASSERT_EQ(set_current(context1), CUDA_SUCCESS);
+  fake_cuda_reset();
+  k(a, b, c);
+  EXPECT_EQ(log_lines("launch"),
+            std::vector<std::string>{"launch fn=vector_add_cuda_kernel ctx=0 stream=0 grid=1,1,1 "
+                                     "block=256,1,1 shared=0 static=0"});
+}
+
+// A fault after a prepared launch names the prepared kernel, as after a call.
+TEST_F(FakeGpu, AFaultAfterAPreparedLaunchNamesItsKernel) {
+  Jit jit;
+  Kernel add = jit.kernel(examples::vector_add_cuda(), {.target = Target::cuda()});
+  Kernel matmul = jit.kernel(examples::matmul_relu(), {.target = Target::cuda()});
+  Tensor a = Tensor::zeros({128, 128}, DataType::Float(32), kGpu0);
+  Tensor b = Tensor::zeros({128, 128}, DataType::Float(32), kGpu0);
+  Tensor c = Tensor::zeros({128, 128}, DataType::Float(32), kGpu0);
+  Tensor d = Tensor::zeros({128, 128}, DataType::Float(32), kGpu0);
+  PreparedCall p = matmul.prepare(a, b, c, d);
+  Tensor x = vector(64, kGpu0), y = vector(64, kGpu0), z = vector(64, kGpu0);
+  add(x, y, z);
+  p.launch();
+  ASSERT_EQ(fake_cuda_set("fault_next_sync", 1), 0);
+  const std::string error = test::error_of([&] { d.to({kDLCPU, 0}); });
+  EXPECT_NE(error.find("the last kernel launched on device 0 was 'matmul_relu_kernel"),
+            std::string::npos)
+      << error;
+}
+
+// A compiled variant is loaded on one device: tensors of another are refused before any launch.
+TEST_F(FakeGpu, ACompiledVariantRefusesTensorsOfAnotherDevice) {
+  Jit jit;
+  Kernel k = jit.kernel(examples::vector_add_cuda(), {.target = Target::cuda()});
+  Signature signature(3, ArgSpec::tensor(DataType::Float(32), {64}));
+  CompiledVariant v = k.compiled(signature);  // device 0
+  Tensor a = vector(64, kGpu1), b = vector(64, kGpu1), c = vector(64, kGpu1);
+  fake_cuda_reset();
+  Arg args[] = {a, b, c};
+  EXPECT_ERROR_CONTAINS(v.call(args),
+                        "this compiled variant was loaded on CUDA device 0, but the call's "
+                        "tensors are on device 1");
+  EXPECT_TRUE(log_lines("launch").empty());
+}
+
+}  // namespace
+}  // namespace primjit
