@@ -24,6 +24,7 @@ struct DeviceOptions {
   bool fast_math = false;
   void* stream = nullptr;                          // CUstream
   int64_t max_unroll = passes::kDefaultMaxUnroll;  // T.unroll loops with #pragma unroll
+  int ptxas_opt_level = -1;                        // NvrtcOptions::ptxas_opt_level
 };
 
 /// A module's kernels compiled for a device, with what loading them needs: what the disk

@@ -45,7 +45,8 @@ void bind_kernels(Variant& v) {
 }
 
 DeviceOptions device_options(const Kernel::State& k) {
-  return DeviceOptions{k.options.fast_math, k.options.cuda_stream, k.options.max_unroll};
+  return DeviceOptions{k.options.fast_math, k.options.cuda_stream, k.options.max_unroll,
+                       k.jit->options.ptxas_opt_level};
 }
 
 IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool dynamic,
