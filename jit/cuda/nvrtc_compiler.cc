@@ -133,11 +133,13 @@ DeviceImage nvrtc_compile(const CudaSource& source, const NvrtcOptions& options)
   };
   if (options.minimal && at_least(12, 4)) flags.push_back("--minimal");
   if (options.pch && at_least(12, 8) && source.code.find("#include <") != std::string::npos) {
-    // Quiet: no note when a PCH is made or used, nor a warning (629) when one was made with
-    // other options (another architecture, fast math) and is not used.
+    // Quiet: no note when a PCH is made or used, nor a warning when the process's PCH was made
+    // with other options (629: another architecture, fast math) or other headers (630) and is
+    // not used.
     flags.push_back("-pch");
     flags.push_back("--pch-messages=false");
     flags.push_back("--diag-suppress=629");
+    flags.push_back("--diag-suppress=630");
   }
   flags.insert(flags.end(), options.extra_options.begin(), options.extra_options.end());
   std::vector<const char*> argv;
