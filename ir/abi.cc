@@ -21,7 +21,8 @@ Placeholder placeholder_at(std::string_view format, size_t pos) {
     std::string_view text;
     int values;
   };
-  for (Kind kind : {Kind{"{}", 1}, Kind{"{dtype}", 3}, Kind{"{type}", 1}, Kind{"{device}", 1}}) {
+  for (Kind kind : {Kind{"{}", 1}, Kind{"{dtype}", 3}, Kind{"{type}", 1}, Kind{"{device}", 1},
+                    Kind{"{str}", 1}}) {
     if (format.substr(pos, kind.text.size()) == kind.text) return {kind.values, kind.text.size()};
   }
   return {-1, 0};
@@ -141,6 +142,10 @@ std::string format_message(std::string_view format, const PJValue* values, int n
         out += "(code " + value_text(values[next]) + ", bits " + value_text(values[next + 1]) +
                ", lanes " + value_text(values[next + 2]) + ")";
       }
+    } else if (kind == "{str}") {
+      // A string literal of the module (T.format admits no other pointer value).
+      out += v.type_index == kPJOpaquePtr && v.v_ptr != nullptr ? static_cast<const char*>(v.v_ptr)
+                                                                : value_text(v);
     } else if (kind == "{type}") {
       out += type_index_name(static_cast<int32_t>(v.v_int64));
     } else if (kind == "{device}") {

@@ -102,14 +102,17 @@ void check_format(DataType dtype, const std::vector<Expr>& args) {
   int expected = format_value_count(fmt->value);
   PRIMJIT_USER_CHECK(expected >= 0)
       << "T.format: malformed format \"" << fmt->value
-      << "\"; placeholders are {}, {dtype}, {type} and {device}, and {{ }} are literal braces";
+      << "\"; placeholders are {}, {dtype}, {type}, {device} and {str}, and {{ }} are literal "
+         "braces";
   PRIMJIT_USER_CHECK(static_cast<size_t>(expected) + 1 == args.size())
       << "T.format: \"" << fmt->value << "\" takes " << expected << " value"
       << (expected == 1 ? "" : "s") << ", got " << args.size() - 1;
   for (size_t i = 1; i < args.size(); ++i) {
     DataType t = args[i].dtype();
-    PRIMJIT_USER_CHECK(t.is_scalar() && (t.is_int_or_bool() || t.is_floating()))
-        << "T.format: value " << i << " must be a scalar number or bool, got " << t;
+    PRIMJIT_USER_CHECK((t.is_scalar() && (t.is_int_or_bool() || t.is_floating())) ||
+                       args[i].as<StringImm>() != nullptr)
+        << "T.format: value " << i << " must be a scalar number or bool, or a string literal, got "
+        << t;
   }
 }
 

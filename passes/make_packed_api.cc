@@ -26,14 +26,17 @@
 //             an assert that byte_offset is a whole number of elements;
 //           - failed checks carry the signature, the argument and expected vs actual, e.g.
 //             "Mismatched B.shape[0] on argument #1 when calling:\n  `f(A: Tensor([n], float32),
-//             B: Tensor([n], float32))`,\n  expected to match A.shape[0], got 7".
+//             B: Tensor([n], float32))`,\n  expected to match A.shape[0], got 7"; every message
+//             is a T.format whose `{str}` value is the signature, one StringImm shared by all
+//             (the IR stays linear in the number of parameters).
 //           A call of a rewritten function from another function becomes
 //           `T.call_cpacked("<symbol>", args...)`; calls of private functions stay.
 // Example:
 //   def f(A: T.Buffer((n,), "float32"), x: T.int32):        (target llvm)
 //   =>
 //   def f(self_handle: T.handle, args: T.handle, num_args: T.int32, result: T.handle) -> T.int32:
-//       assert num_args == 2, "Expected 2 arguments when calling:\n  `f(A: ..., x: int32)`"
+//       assert num_args == 2, T.format("Expected 2 arguments when calling:\n  `{str}`, got {}",
+//                                      "f(A: Tensor([n], float32), x: int32)", num_args)
 //       A_handle_type_index: T.int32 = T.tvm_struct_get(args, 0, 13, "int32")  ...
 //       n: T.int32 = T.Cast("int32", A_shape[0])  ...  x: T.int32 = ...
 //       with T.attr(0, "compute_scope", "f_compute_"): <body>
@@ -168,8 +171,7 @@ class ArgumentDecoder {
  public:
   ArgumentDecoder(const PrimFunc& func, std::string name, int device_type)
       : func_(func), name_(std::move(name)), device_type_(device_type) {
-    signature_ = signature();
-    escaped_signature_ = escape_format(signature_);
+    signature_ = StringImm::make(signature());
   }
 
   PrimFunc run(const Target& host) {
@@ -182,12 +184,12 @@ class ArgumentDecoder {
     init_.push_back(AssertStmt::make(
         EQ::make(num_args, i32(n)),
         format("Expected " + std::to_string(n) + (n == 1 ? " argument" : " arguments") +
-                   " when calling:\n  `" + escaped_signature_ + "`, got {}",
-               {num_args})));
+                   " when calling:\n  `{str}`, got {}",
+               {signature_, num_args})));
     if (n > 0) {
-      init_.push_back(AssertStmt::make(
-          Not::make(is_null(args)),
-          StringImm::make("args pointer is NULL when calling:\n  `" + signature_ + "`")));
+      init_.push_back(
+          AssertStmt::make(Not::make(is_null(args)),
+                           format("args pointer is NULL when calling:\n  `{str}`", {signature_})));
     }
     for (int i = 0; i < n; ++i) decode_param(args, i);
     for (int i = 0; i < n; ++i) {
@@ -247,15 +249,16 @@ class ArgumentDecoder {
     return out + ")";
   }
 
-  // The message of a failed check on argument i: the text itself, or, when `got` holds
-  // placeholders for `values`, a T.format of the text (braces escaped) and `got`.
+  // The message of a failed check on argument i: a T.format of the text (braces escaped), the
+  // signature as a `{str}` value (one string node that every message of the function shares,
+  // so their size is linear in the number of parameters) and `got`, which holds placeholders
+  // for `values`.
   Expr message(const std::string& what, int i, const std::string& expected, const std::string& got,
                std::vector<Expr> values) const {
     std::string head = what + " on argument #" + std::to_string(i) + " when calling:\n  `";
     std::string tail = "`,\n  expected " + expected;
-    if (values.empty()) return StringImm::make(head + signature_ + tail + got);
-    return format(escape_format(head) + escaped_signature_ + escape_format(tail) + got,
-                  std::move(values));
+    values.insert(values.begin(), signature_);
+    return format(escape_format(head) + "{str}" + escape_format(tail) + got, std::move(values));
   }
 
   // Checks that run after every definition, in the order they were requested. The message is
@@ -537,8 +540,7 @@ class ArgumentDecoder {
   const PrimFunc& func_;
   std::string name_;
   int device_type_;
-  std::string signature_;
-  std::string escaped_signature_;  // signature_ inside a T.format string
+  Expr signature_;  // a StringImm: the parameter list users see
   std::vector<Stmt> init_;
   std::vector<std::function<Stmt()>> deferred_;
   std::unordered_map<const VarNode*, std::string> defined_;

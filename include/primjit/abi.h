@@ -84,8 +84,9 @@ namespace primjit {
 /// The number of values a message format of `T.format` consumes, or -1 when the format is
 /// malformed. Placeholders: `{}` one value (printed by its type), `{dtype}` three integers
 /// (DLDataType code, bits, lanes) printed as a dtype name, `{type}` one PJTypeIndex printed
-/// as a type name, `{device}` one DLDeviceType printed as a device name. `{{` and `}}` are
-/// literal braces.
+/// as a type name, `{device}` one DLDeviceType printed as a device name, `{str}` one string
+/// literal printed as its text (a long text that many messages quote, such as a function's
+/// signature, is then one constant, not a copy per message). `{{` and `}}` are literal braces.
 int format_value_count(std::string_view format);
 
 /// The message of a failed assertion: `format` with its placeholders replaced by `values`.

@@ -137,6 +137,9 @@ struct JitOptions {
   size_t cache_capacity = 256;
   /// LLVM optimization level of host code (0-3).
   int opt_level = 3;
+  /// cuda: ptxas optimization level of device code (0-3); -1: ptxas's default (3). Level 1
+  /// compiles faster at some register cost (bench/README.md, "NVRTC options").
+  int ptxas_opt_level = -1;
   /// The persistent cache (llvm and cuda variants; emu variants compile nothing).
   DiskCacheMode disk_cache = DiskCacheMode::kEnvironment;
   /// Its directory. Empty: $PRIMJIT_CACHE_DIR, else $XDG_CACHE_HOME/primjit, else

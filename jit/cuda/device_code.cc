@@ -308,6 +308,7 @@ DeviceBinary compile_device_code(const IRModule& lowered, const Target& device,
   NvrtcOptions options;
   options.arch = info.arch();  // the device's exact architecture (PTX when NVRTC lacks it)
   options.fast_math = device_options.fast_math;
+  options.ptxas_opt_level = device_options.ptxas_opt_level;
 #ifndef NDEBUG
   options.line_info = true;  // debug builds: source lines in profilers and sanitizers
 #endif

@@ -27,6 +27,7 @@ struct DeviceOptions {
   bool fast_math = false;
   int64_t max_unroll = passes::kDefaultMaxUnroll;  // T.unroll loops with #pragma unroll
   int device = 0;  // the CUDA device ordinal compiled for (its architecture) and loaded on
+  int ptxas_opt_level = -1;  // NvrtcOptions::ptxas_opt_level
 };
 
 /// A module's kernels compiled for a device, with what loading them needs: what the disk

@@ -161,6 +161,26 @@ DeviceImage nvrtc_compile(const CudaSource& source, const NvrtcOptions& options)
   // never fuses a multiply and an add on its own.
   flags.push_back("--fmad=false");
   if (options.line_info) flags.push_back("-lineinfo");
+  PRIMJIT_USER_CHECK(options.ptxas_opt_level >= -1 && options.ptxas_opt_level <= 3)
+      << "ptxas optimization level must be 0, 1, 2 or 3 (or -1 for ptxas's default), not "
+      << options.ptxas_opt_level;
+  if (options.ptxas_opt_level >= 0 && cubin) {
+    flags.push_back("--ptxas-options=-O" + std::to_string(options.ptxas_opt_level));
+  }
+  const NvrtcInfo& info = nvrtc_info();
+  auto at_least = [&](int major, int minor) {
+    return info.major > major || (info.major == major && info.minor >= minor);
+  };
+  if (options.minimal && at_least(12, 4)) flags.push_back("--minimal");
+  if (options.pch && at_least(12, 8) && source.code.find("#include <") != std::string::npos) {
+    // Quiet: no note when a PCH is made or used, nor a warning when the process's PCH was made
+    // with other options (629: another architecture, fast math) or other headers (630) and is
+    // not used.
+    flags.push_back("-pch");
+    flags.push_back("--pch-messages=false");
+    flags.push_back("--diag-suppress=629");
+    flags.push_back("--diag-suppress=630");
+  }
   flags.insert(flags.end(), options.extra_options.begin(), options.extra_options.end());
   std::vector<const char*> argv;
   for (const std::string& flag : flags) argv.push_back(flag.c_str());

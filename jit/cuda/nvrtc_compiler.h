@@ -14,6 +14,16 @@ struct NvrtcOptions {
   bool force_ptx = false;
   bool fast_math = false;
   bool line_info = false;
+  /// ptxas optimization level (0-3) of a CUBIN; -1: ptxas's default (3). Lower levels compile
+  /// faster and may use more registers (bench/README.md, bench_compile_latency).
+  int ptxas_opt_level = -1;
+  /// --minimal: no texture, surface or device-runtime declarations, which generated code never
+  /// uses; parsing less makes every compile faster (NVRTC 12.4 and newer).
+  bool minimal = true;
+  /// Automatic precompiled headers (-pch, NVRTC 12.8 and newer) for sources that include
+  /// headers (cuda_fp16.h, cuda_bf16.h, cuda_fp8.h): the first compile of a process writes
+  /// the header prefix once, later compiles with the same prefix and options load it.
+  bool pch = true;
   std::vector<std::string> extra_options;
 };
 

@@ -5,6 +5,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "jit/llvm/function_codegen.h"
+#include "jit/llvm/orc_engine.h"
 #include "primjit/error.h"
 
 namespace primjit::jit {
@@ -81,6 +82,32 @@ llvm::Type* scalar_type(llvm::LLVMContext& ctx, DataType t) {
 }
 
 }  // namespace
+
+llvm::Constant* HostModuleState::shared_string(const std::string& text) {
+  llvm::Constant*& slot = shared_text[text];
+  if (slot == nullptr) {
+    llvm::Constant* init = llvm::ConstantDataArray::getString(ctx, text);
+    auto* global = new llvm::GlobalVariable(mod, init->getType(), /*isConstant=*/true,
+                                            llvm::GlobalValue::PrivateLinkage, init, ".str");
+    global->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+    global->setAlignment(llvm::Align(1));
+    slot = global;
+  }
+  return slot;
+}
+
+void mark_glue_if_loopless(llvm::Function* f, const Stmt& body) {
+  bool loop = false;
+  post_order_visit(body,
+                   [&](const Ref<Object>& node) { loop = loop || node.as<For>() != nullptr; });
+  if (!loop) f->addFnAttr(kGlueFunctionAttr);
+}
+
+llvm::Constant* HostModuleState::shared_string(const StringImm* text) {
+  llvm::Constant*& slot = shared_nodes[text];
+  if (slot == nullptr) slot = shared_string(text->value);
+  return slot;
+}
 
 unsigned HostModuleState::kernel_slot(const std::string& symbol) {
   auto [it, added] = kernel_slots.emplace(symbol, static_cast<unsigned>(launched.size()));
@@ -181,6 +208,7 @@ HostModule codegen_llvm(const IRModule& module, const std::string& symbol_suffix
     bodies.emplace_back(func, f);
   }
   for (auto& [func, f] : bodies) {
+    if (func->is_packed()) mark_glue_if_loopless(f, func->body);
     bool returns_error = f->getReturnType()->isIntegerTy(32);
     FunctionCodegen gen(state, f, returns_error);
     if (func->is_packed()) gen.set_self(f->getArg(0));

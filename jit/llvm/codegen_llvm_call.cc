@@ -125,7 +125,7 @@ void FunctionCodegen::raise(const Expr& message) {
   llvm::FunctionCallee set_error = m_.mod.getOrInsertFunction(
       kSetErrorSymbol, b_.getVoidTy(), b_.getPtrTy(), b_.getPtrTy(), b_.getInt32Ty());
   if (const auto* text = message.as<StringImm>()) {
-    b_.CreateCall(set_error, {b_.CreateGlobalStringPtr(escape_format(text->value)),
+    b_.CreateCall(set_error, {m_.shared_string(escape_format(text->value)),
                               llvm::ConstantPointerNull::get(b_.getPtrTy()), b_.getInt32(0)});
   } else {
     const auto* fmt = message.as<Call>();

@@ -205,6 +205,7 @@ Value* FunctionCodegen::call_compute_scope(const Call* op) {
                              llvm::Function::InternalLinkage, name + m_.suffix, &m_.mod);
   m_.functions[name] = f;
   f->addFnAttr(llvm::Attribute::NoInline);
+  mark_glue_if_loopless(f, scope->body);
   FunctionCodegen inner(m_, f, /*returns_error=*/true);
   for (size_t i = 0; i < scope->params.size(); ++i) {
     const Var& param = scope->params[i];

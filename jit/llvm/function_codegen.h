@@ -31,6 +31,13 @@ struct HostModuleState {
   std::vector<std::string> launched;                    // kernel symbols, in kernel table order
   std::map<std::string, unsigned> kernel_slots;         // kernel symbol -> index in `launched`
   std::map<const PrimFuncNode*, std::string> launches;  // see launched_by
+  std::map<std::string, llvm::Constant*> shared_text;   // see shared_string
+  std::unordered_map<const StringImm*, llvm::Constant*> shared_nodes;
+
+  /// One private constant per distinct text in the module: the signature that every argument
+  /// check of a packed function quotes (one StringImm, a `{str}` value) is emitted once.
+  llvm::Constant* shared_string(const std::string& text);
+  llvm::Constant* shared_string(const StringImm* text);
 
   /// The slot of kernel `symbol` in the kernel table; the next free one at its first launch.
   unsigned kernel_slot(const std::string& symbol);
@@ -41,6 +48,9 @@ struct HostModuleState {
   /// Such a function needs the caller's `self`.
   std::string launched_by(const PrimFunc& func) const;
 };
+
+/// Marks `f` as glue for the engine (kGlueFunctionAttr) when `body` has no loop.
+void mark_glue_if_loopless(llvm::Function* f, const Stmt& body);
 
 class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
                         public StmtFunctor<FunctionCodegen, void> {
@@ -71,7 +81,7 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
 
   Value* visit(const IntImm* op);
   Value* visit(const FloatImm* op);
-  Value* visit(const StringImm* op) { return b_.CreateGlobalStringPtr(op->value); }
+  Value* visit(const StringImm* op) { return m_.shared_string(op); }
   Value* visit(const VarNode* op);
 
   Value* visit(const Add* op) { return arith(op->a, op->b, Arith::kAdd); }

@@ -14,6 +14,9 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
+#include <llvm/Transforms/InstCombine/InstCombine.h>
+#include <llvm/Transforms/Scalar/EarlyCSE.h>
+#include <llvm/Transforms/Scalar/SimplifyCFG.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include <map>
@@ -90,6 +93,19 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level) {
   builder.registerLoopAnalyses(lam);
   builder.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::OptimizationLevel opt = optimization_level(level);
+  if (level > 0) {
+    llvm::FunctionPassManager light;
+    light.addPass(llvm::EarlyCSEPass());
+    light.addPass(llvm::InstCombinePass());
+    light.addPass(llvm::SimplifyCFGPass());
+    for (llvm::Function& f : module) {
+      if (f.isDeclaration() || !f.hasFnAttribute(kGlueFunctionAttr)) continue;
+      light.run(f, fam);
+      f.removeFnAttr(kGlueFunctionAttr);
+      f.addFnAttr(llvm::Attribute::NoInline);
+      f.addFnAttr(llvm::Attribute::OptimizeNone);
+    }
+  }
   llvm::ModulePassManager pipeline =
       level == 0 ? builder.buildO0DefaultPipeline(opt) : builder.buildPerModuleDefaultPipeline(opt);
   pipeline.run(module, mam);

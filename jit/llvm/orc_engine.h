@@ -20,6 +20,12 @@ class Module;
 
 namespace primjit::jit {
 
+/// A function with this string attribute is glue (argument checks, shape binds, launches, no
+/// loop): at opt_level > 0 the engine gives it a light function pipeline, then keeps it out of
+/// the full pipeline and the optimizing instruction selector (optnone), which is most of what
+/// a small module's compile used to cost.
+inline constexpr const char* kGlueFunctionAttr = "primjit-glue";
+
 struct OrcOptions {
   /// LLVM optimization level 0..3 (IR pipeline and codegen level).
   int opt_level = 3;

@@ -109,6 +109,9 @@ std::string persistent_key(Kernel::State& k, const std::vector<int64_t>& key, in
 #endif
             << "\n";
       }
+      if (k.target->kind == "cuda" && k.jit->options.ptxas_opt_level >= 0) {
+        out << "ptxas O" << k.jit->options.ptxas_opt_level << "\n";
+      }
       if (k.options.max_unroll != passes::kDefaultMaxUnroll) {
         out << "max_unroll " << k.options.max_unroll << "\n";
       }

@@ -132,7 +132,8 @@ void bind_kernels(Variant& v) {
 }
 
 DeviceOptions device_options(const Kernel::State& k, const Variant& v) {
-  return DeviceOptions{k.options.fast_math, k.options.max_unroll, v.cuda_device};
+  return DeviceOptions{k.options.fast_math, k.options.max_unroll, v.cuda_device,
+                       k.jit->options.ptxas_opt_level};
 }
 
 IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool dynamic,

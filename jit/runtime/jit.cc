@@ -35,6 +35,9 @@ using jit::Variant;
 
 Jit::State::State(JitOptions o)
     : options(std::move(o)), engine(jit::OrcOptions{options.opt_level, false}) {
+  PRIMJIT_USER_CHECK(options.ptxas_opt_level >= -1 && options.ptxas_opt_level <= 3)
+      << "JitOptions::ptxas_opt_level must be 0, 1, 2 or 3 (or -1 for ptxas's default), not "
+      << options.ptxas_opt_level;
   disk = jit::open_disk_cache(options);
   remote = jit::open_remote_cache(options);
   std::ostringstream key;

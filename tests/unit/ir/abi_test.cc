@@ -22,6 +22,19 @@ TEST(FormatMessage, CountsValuesOfEachPlaceholder) {
   EXPECT_EQ(format_value_count("{{literal}} {}"), 1);
   EXPECT_EQ(format_value_count("{unknown}"), -1);
   EXPECT_EQ(format_value_count("stray }"), -1);
+  EXPECT_EQ(format_value_count("calling `{str}`, got {}"), 2);
+}
+
+// {str} prints a string literal's text; any other value as {} would.
+TEST(FormatMessage, PrintsStringLiterals) {
+  const char* signature = "f(A: Tensor([n], float32))";
+  PJValue values[2] = {};
+  values[0].type_index = kPJOpaquePtr;
+  values[0].v_ptr = const_cast<char*>(signature);
+  values[1] = int_value(7);
+  EXPECT_EQ(format_message("calling `{str}`, got {}", values, 2),
+            "calling `f(A: Tensor([n], float32))`, got 7");
+  EXPECT_EQ(format_message("{str}", &values[1], 1), "7");
 }
 
 TEST(FormatMessage, PrintsValuesByKind) {

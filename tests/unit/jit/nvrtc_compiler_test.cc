@@ -6,6 +6,7 @@
 #include <string>
 
 #include "primjit/error.h"
+#include "tests/unit/test_util.h"
 
 namespace primjit::jit {
 namespace {
@@ -109,6 +110,38 @@ TEST(Nvrtc, ParallelCompileReportsAFailingUnit) {
   std::vector<CudaSource> sources = {{"good.cu", "extern \"C\" __global__ void g() {}\n"},
                                      {"bad.cu", "this is not CUDA\n"}};
   EXPECT_THROW(nvrtc_compile_all(sources, NvrtcOptions{}), Error);
+}
+
+// The ptxas level reaches ptxas: -O0 leaves code that -O3 optimizes away (more instructions,
+// so a larger image), and the verbose log reports its registers either way.
+TEST(Nvrtc, PtxasOptimizationLevelIsPassedOn) {
+  NvrtcOptions o0{.arch = 90, .ptxas_opt_level = 0};
+  NvrtcOptions o3{.arch = 90, .ptxas_opt_level = 3};
+  o0.extra_options = o3.extra_options = {"--ptxas-options=-v"};
+  DeviceImage low = nvrtc_compile({"scale.cu", kScale}, o0);
+  DeviceImage high = nvrtc_compile({"scale.cu", kScale}, o3);
+  EXPECT_NE(low.data, high.data);
+  EXPECT_NE(low.log.find("registers"), std::string::npos) << low.log;
+  EXPECT_ERROR_CONTAINS(nvrtc_compile({"scale.cu", kScale}, NvrtcOptions{.ptxas_opt_level = 4}),
+                        "ptxas optimization level must be 0, 1, 2 or 3");
+}
+
+// --minimal and precompiled headers change how NVRTC compiles, not what: a source with the
+// half-precision headers gives the same CUBIN with and without them, twice in a row (the
+// second compile of a process loads the precompiled headers).
+TEST(Nvrtc, MinimalAndPrecompiledHeadersGiveTheSameImage) {
+  const std::string source = std::string("#include <cuda_fp16.h>\n") +
+                             R"(extern "C" __global__ void twice(__half* x) {
+  x[threadIdx.x] = __hadd(x[threadIdx.x], x[threadIdx.x]);
+}
+)";
+  DeviceImage plain =
+      nvrtc_compile({"twice.cu", source}, NvrtcOptions{.arch = 90, .minimal = false, .pch = false});
+  for (int i = 0; i < 2; ++i) {
+    DeviceImage fast = nvrtc_compile({"twice.cu", source}, NvrtcOptions{.arch = 90});
+    EXPECT_EQ(fast.data, plain.data) << "compile " << i;
+    EXPECT_EQ(fast.log, "") << "compile " << i;  // no PCH messages
+  }
 }
 
 TEST(Nvrtc, NumberedSource) { EXPECT_EQ(numbered_source("a\nb\n"), "   1 | a\n   2 | b\n"); }
