@@ -15,7 +15,8 @@
 //             max / min, which ignore one NaN);
 //           - `partial[k mod W] = partial[k mod W] op e(i)` for every iteration in order: a
 //             serial loop over the full groups of W with a `T.vectorized` loop over the lanes
-//             inside, then a serial loop over the remaining extent mod W lanes;
+//             inside, then a serial loop over the remaining extent mod W lanes (a negative
+//             extent counts as 0: `T.max(n, 0) // W` groups, `T.max(n, 0) % W` left);
 //           - a fixed tree: `partial[l] = partial[l] op partial[l + h]` for l < h, for
 //             h = W/2, W/4, ..., 1;
 //           - `B[j] = B[j] op partial[0]` (operands in the order of the original store).
@@ -24,11 +25,11 @@
 // Example (float32, W = 32):
 //   for i in T.vectorized(n):                 p = T.alloc_buffer((32,), scope="local")
 //       acc[0] = acc[0] + A[i]          =>    for l in T.vectorized(32): p[l] = T.float32(-0.0)
-//                                             for io in range(n // 32):
+//                                             for io in range(T.max(n, 0) // 32):
 //                                                 for l in T.vectorized(32):
 //                                                     p[l] = p[l] + A[io * 32 + l]
-//                                             for l in range(n % 32):
-//                                                 p[l] = p[l] + A[n // 32 * 32 + l]
+//                                             for l in range(T.max(n, 0) % 32):
+//                                                 p[l] = p[l] + A[T.max(n, 0) // 32 * 32 + l]
 //                                             for l in T.vectorized(16): p[l] = p[l] + p[l + 16]
 //                                             ... (8, 4, 2)
 //                                             p[0] = p[0] + p[1]
@@ -238,8 +239,11 @@ Stmt ReductionLowering::lower(const For* op, const Reduction& r) {
     return copy_with_fresh_definitions(s, value);
   };
   std::optional<int64_t> extent = as_const_int(op->extent);
-  Expr groups = extent ? c(*extent / lanes) : FloorDiv::make(op->extent, c(lanes));
-  Expr rest = extent ? c(*extent % lanes) : FloorMod::make(op->extent, c(lanes));
+  // A loop with a negative extent runs no iteration: so do the groups and the tail.
+  Expr count = extent ? c(std::max<int64_t>(*extent, 0)) : Max::make(op->extent, c(0));
+  if (extent) extent = std::max<int64_t>(*extent, 0);
+  Expr groups = extent ? c(*extent / lanes) : FloorDiv::make(count, c(lanes));
+  Expr rest = extent ? c(*extent % lanes) : FloorMod::make(count, c(lanes));
   if (!extent || *extent >= lanes) {
     Var io = Var::make(op->loop_var->name + "_outer", it);
     Var l = lane_var();
