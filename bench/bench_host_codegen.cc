@@ -6,9 +6,12 @@
 // from Kernel::compiled, called directly. The saxpy runs in both contraction
 // modes (PipelineOptions::fp_contract: a * x + y as two roundings, or as T.fma), each against
 // the g++ loop that rounds the same way.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "bench/bench_main.h"
@@ -101,6 +104,61 @@ PJValue ptr(DLTensor* t) {
   v.v_ptr = t;
   return v;
 }
+
+// A float reduction over a 1-d tensor into out[0], marked T.vectorized (LowerVectorReductions:
+// lane-wise partials and a fixed tree) or not (the exact serial order). `{combine}` is the
+// update of acc[0] with A[i].
+constexpr const char* kReduceTemplate = R"(
+@T.prim_func
+def reduce(a: T.handle, out: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int64()
+    A = T.match_buffer(a, (n,), "float32")
+    O = T.match_buffer(out, (1,), "float32")
+    acc = T.alloc_buffer((1,), "float32", scope="local")
+    acc[0] = A[0]
+    for i in {kind}(n):
+        acc[0] = {combine}
+    O[0] = acc[0]
+)";
+
+std::string reduce_text(bool marked, bool is_max) {
+  std::string text = kReduceTemplate;
+  auto put = [&](const std::string& key, const std::string& value) {
+    text.replace(text.find(key), key.size(), value);
+  };
+  put("{kind}", marked ? "T.vectorized" : "range");
+  put("{combine}", is_max ? "T.max(acc[0], A[i])" : "acc[0] + A[i]");
+  return text;
+}
+
+// An elementwise add as one T.parallel loop over every element, and the same loop chunked by
+// hand into T.parallel chunks of 4096 with a serial loop inside.
+constexpr const char* kParallelAdd = R"(
+@T.prim_func
+def add(a: T.handle, b: T.handle, c: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int64()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    C = T.match_buffer(c, (n,), "float32")
+    for i in T.parallel(n):
+        C[i] = A[i] + B[i]
+)";
+
+constexpr const char* kChunkedAdd = R"(
+@T.prim_func
+def add(a: T.handle, b: T.handle, c: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int64()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    C = T.match_buffer(c, (n,), "float32")
+    for chunk in T.parallel((n + T.int64(4095)) // T.int64(4096)):
+        base: T.int64 = chunk * T.int64(4096)
+        for j in range(T.min(T.int64(4096), n - base)):
+            C[base + j] = A[base + j] + B[base + j]
+)";
 
 // Names of race()'s counters: each side's time per call, and the second's time over the first's.
 struct RaceCounters {
@@ -215,10 +273,78 @@ void BM_Sum(benchmark::State& state) {
       [&] { benchmark::DoNotOptimize(sum_reference(n, a.data())); });
 }
 
+// A float sum or max of 2^20 floats: the JIT's loop marked T.vectorized, or not, against g++
+// -O3 -ffast-math (which reassociates as it likes). The marked sum is checked against the
+// reference within a relative 1e-4 (another order of additions), the max exactly.
+void reduce(benchmark::State& state, bool marked, bool is_max) {
+  static std::vector<Packed>* fns = new std::vector<Packed>(4);
+  Packed& fn = (*fns)[marked * 2 + is_max];
+  if (fn.fn == nullptr) {
+    fn = compile(reduce_text(marked, is_max).c_str(), "reduce", DataType::Float(32), 2, 0);
+  }
+  auto reference = is_max ? max_fast_math_reference : sum_fast_math_reference;
+  int64_t n = state.range(0), one = 1;
+  std::vector<float> a(n);
+  for (int64_t i = 0; i < n; ++i) a[i] = static_cast<float>((i * 7919) % 1000) * 1e-3f - 0.25f;
+  float out = 0;
+  DLTensor ta = tensor(a.data(), &n, {kDLFloat, 32, 1}),
+           tout = tensor(&out, &one, {kDLFloat, 32, 1});
+  PJValue args[2] = {ptr(&ta), ptr(&tout)};
+  fn(args, 2);
+  float expected = reference(n, a.data());
+  if (std::abs(out - expected) > (is_max ? 0.0f : 1e-4f * std::abs(expected))) {
+    state.SkipWithError("JIT reduction differs from the reference");
+    fail();
+    return;
+  }
+  race(
+      state, n * 4, [&] { fn(args, 2); }, [&] { benchmark::DoNotOptimize(reference(n, a.data())); },
+      {"jit_ns", "gxx_fast_math_ns", "vs_gxx"});
+}
+
+void BM_SumF32Marked(benchmark::State& state) { reduce(state, true, false); }
+void BM_SumF32Unmarked(benchmark::State& state) { reduce(state, false, false); }
+void BM_MaxF32Marked(benchmark::State& state) { reduce(state, true, true); }
+void BM_MaxF32Unmarked(benchmark::State& state) { reduce(state, false, true); }
+
+// One T.parallel loop over every element against the same loop chunked by hand, both JIT
+// compiled, on the same arrays; `vs_chunked` = chunked time / per-element time (>= 0.91: the
+// per-element loop within 1.1x of the chunked one).
+void BM_ParallelAddPerElement(benchmark::State& state) {
+  static Packed per_element = compile(kParallelAdd, "add", DataType::Float(32), 3, 0);
+  static Packed chunked = compile(kChunkedAdd, "add", DataType::Float(32), 3, 0);
+  int64_t n = state.range(0);
+  std::vector<float> a(n), b(n), c(n, 0.0f);
+  for (int64_t i = 0; i < n; ++i) a[i] = static_cast<float>(i % 1000), b[i] = 0.5f;
+  DLTensor ta = tensor(a.data(), &n, {kDLFloat, 32, 1}),
+           tb = tensor(b.data(), &n, {kDLFloat, 32, 1}),
+           tc = tensor(c.data(), &n, {kDLFloat, 32, 1});
+  PJValue args[3] = {ptr(&ta), ptr(&tb), ptr(&tc)};
+  for (const Packed* fn : {&per_element, &chunked}) {
+    std::fill(c.begin(), c.end(), 0.0f);
+    (*fn)(args, 3);
+    for (int64_t i = 0; i < n; ++i) {
+      if (c[i] != a[i] + b[i]) {
+        state.SkipWithError("JIT parallel add differs from the reference");
+        fail();
+        return;
+      }
+    }
+  }
+  race(
+      state, n * 12, [&] { per_element(args, 3); }, [&] { chunked(args, 3); },
+      {"per_element_ns", "chunked_ns", "vs_chunked"});
+}
+
 BENCHMARK(BM_Saxpy)->Arg(1)->Arg(1024)->Arg(4096)->Arg(16384)->Arg(1 << 20)->UseManualTime();
 BENCHMARK(BM_SaxpyFma)->Arg(1024)->Arg(4096)->Arg(16384)->Arg(1 << 20)->UseManualTime();
 BENCHMARK(BM_SaxpyFusedVsUnfused)->Arg(1024)->Arg(4096)->Arg(16384)->Arg(1 << 20)->UseManualTime();
 BENCHMARK(BM_Sum)->Arg(4096)->Arg(16384)->Arg(1 << 20)->UseManualTime();
+BENCHMARK(BM_SumF32Marked)->Arg(1 << 20)->UseManualTime();
+BENCHMARK(BM_SumF32Unmarked)->Arg(1 << 20)->UseManualTime();
+BENCHMARK(BM_MaxF32Marked)->Arg(1 << 20)->UseManualTime();
+BENCHMARK(BM_MaxF32Unmarked)->Arg(1 << 20)->UseManualTime();
+BENCHMARK(BM_ParallelAddPerElement)->Arg(1 << 16)->Arg(1 << 22)->UseManualTime();
 
 }  // namespace
 }  // namespace primjit::bench

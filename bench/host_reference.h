@@ -10,5 +10,8 @@ void saxpy_reference(int64_t n, float alpha, const float* a, const float* b, flo
 /// The same with one rounding: c[i] = fma(a[i], alpha, b[i]).
 void saxpy_fma_reference(int64_t n, float alpha, const float* a, const float* b, float* c);
 int32_t sum_reference(int64_t n, const int32_t* a);
+/// Float sum and max of a[0, n) (n >= 1), compiled with -ffast-math (host_reference_fast_math.cc).
+float sum_fast_math_reference(int64_t n, const float* a);
+float max_fast_math_reference(int64_t n, const float* a);
 
 }  // namespace primjit::bench

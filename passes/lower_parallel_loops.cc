@@ -1,6 +1,8 @@
-// LowerParallelLoops: each parallel loop of host code becomes a task function that the runtime's
-// parallel-for runs once per iteration (Halide's LowerParallelTasks), so that the host code
-// generator only translates.
+// LowerParallelLoops: each parallel loop of host code becomes a task function that runs the loop
+// over a chunk `[begin, end)` of its range, and the runtime's parallel-for calls it once per chunk
+// (Halide's LowerParallelTasks), so that the host code generator only translates. The task's loop
+// is an ordinary serial loop, which LLVM can vectorize and unroll: one indirect call per chunk,
+// not per iteration.
 //
 // Requires: host code after the default pipeline (MakePackedAPI has run) and LowerComputeScopes;
 //           well-formed IR (each variable defined once in the module). Runs right before host
@@ -14,13 +16,16 @@
 //             code generation emits them (functions in module order, loops in statement order,
 //             a compute scope's function where T.call_compute_scope calls it); `_` is appended
 //             while the name clashes with a function of the module;
-//           - params: `index: T.int64`, then fresh copies of the loop body's free variables in
-//             first-use order (the data pointers and shapes of the buffers it uses without
-//             declaring them first); `captures` are the original variables, in the same order;
+//           - params: `begin: T.int64, end: T.int64` (a chunk of [min, min + extent)), then
+//             fresh copies of the loop body's free variables in first-use order (the data
+//             pointers and shapes of the buffers it uses without declaring them first);
+//             `captures` are the original variables, in the same order;
 //           - body: one `DeclBuffer` over the new variables for every buffer the loop body uses
-//             without declaring it, `loop_var = T.Cast(dtype, index)`, then a copy of the loop
-//             body with fresh definitions in which nested parallel loops are serial; it returns
-//             int32 0 when it completes and the error status of a failed assert or call;
+//             without declaring it, then the loop as a serial loop over [begin, end) in the loop
+//             variable's type (`for i in range(T.Cast(dtype, begin), T.Cast(dtype, end))`, no
+//             cast for int64), with a copy of the loop body with fresh definitions in which
+//             nested parallel loops are serial; it returns int32 0 when it completes and the
+//             error status of a failed assert or call;
 //           - attrs: "calling_conv" = 3 (parallel task) and the caller's "target", if any;
 //             ret type int32.
 //           Parallel loops nested in a parallel loop (also in the compute scopes it calls) run
@@ -35,11 +40,12 @@
 //       for i in T.parallel(n):
 //           A_1[i] = T.float32(0)
 //   =>
-//   def main_parallel_0(index: T.int64, A: T.handle("float32"), n: T.int32) -> T.int32:
+//   def main_parallel_0(begin: T.int64, end: T.int64, A: T.handle("float32"), n: T.int32)
+//           -> T.int32:
 //       T.func_attr({"calling_conv": 3})
 //       A_1 = T.decl_buffer((n,), data=A)
-//       i: T.int32 = T.Cast("int32", index)
-//       A_1[i] = T.float32(0)
+//       for i in range(T.Cast("int32", begin), T.Cast("int32", end)):
+//           A_1[i] = T.float32(0)
 //   def main(A: T.handle("float32"), n: T.int32):
 //       A_1 = T.decl_buffer((n,), data=A)
 //       T.parallel_for("main_parallel_0", 0, n, A, n)
@@ -160,8 +166,9 @@ Stmt ParallelLoopOutliner::outline(const For* op) {
   FreeVarCollector collector;
   collector.visit_stmt(SeqStmt::make(seq));
 
-  Var index = Var::make("index", DataType::Int(64));
-  std::vector<Var> params = {index};
+  Var begin = Var::make("begin", DataType::Int(64));
+  Var end = Var::make("end", DataType::Int(64));
+  std::vector<Var> params = {begin, end};
   std::vector<Expr> args;
   VarMap to_param;
   for (const VarNode* v : collector.free_vars()) {
@@ -173,16 +180,21 @@ Stmt ParallelLoopOutliner::outline(const For* op) {
   }
 
   std::string name = lowering_->task_name(scope_);
+  // The chunk lies in [min, min + extent), so its bounds fit the loop variable's type.
   DataType loop_type = op->loop_var.dtype();
-  Expr value = loop_type == index.dtype() ? Expr(index) : Cast::make(loop_type, index);
-  seq.insert(seq.begin() + static_cast<std::ptrdiff_t>(num_decls), Bind::make(op->loop_var, value));
-  seq.back() =
+  auto in_loop_type = [&](Var v) -> Expr {
+    return loop_type == v.dtype() ? Expr(v) : Cast::make(loop_type, v);
+  };
+  Expr lo = in_loop_type(begin);
+  Stmt body =
       ParallelLoopOutliner(lowering_, name, target_, /*in_task=*/true).mutate_stmt(op->body);
-  Stmt body = copy_with_fresh_definitions(SeqStmt::make(seq), to_param);
+  seq.back() = For::make(op->loop_var, lo, Sub::make(in_loop_type(end), lo), ForKind::kSerial, body,
+                         "", op->annotations);
+  Stmt task_body = copy_with_fresh_definitions(SeqStmt::make(seq), to_param);
 
   Attrs attrs = {{attr::kCallingConv, AttrValue(static_cast<int>(CallingConv::kParallelTask))}};
   if (target_ != nullptr) attrs.emplace(attr::kTarget, *target_);
-  lowering_->add_task(name, PrimFunc::make(params, {}, body, DataType::Int(32), attrs));
+  lowering_->add_task(name, PrimFunc::make(params, {}, task_body, DataType::Int(32), attrs));
 
   std::vector<Expr> call_args = {StringImm::make(name), op->min, op->extent};
   call_args.insert(call_args.end(), args.begin(), args.end());
@@ -195,7 +207,7 @@ IRModule lower_parallel_loops(const IRModule& module) { return ParallelLoopLower
 
 Pass make_lower_parallel_loops_pass() {
   return Pass{"LowerParallelLoops",
-              "host parallel loops to task functions run by the runtime's parallel-for",
+              "host parallel loops to task functions over chunks run by the runtime's parallel-for",
               [](const IRModule& module, const PassArgs& args) {
                 check_no_args("LowerParallelLoops", args);
                 return lower_parallel_loops(module);

@@ -16,6 +16,8 @@ std::vector<std::string> default_pipeline(const PipelineOptions& options) {
   for (const char* pass : {
            "FlattenBuffer",  // 1-D accesses: what the code generators and the merge pass expect
            "Simplify",       // fold the index arithmetic flattening produced, prune dead branches
+           "LowerVectorReductions",  // marked reductions to partials in a fixed order, before
+                                     // FuseMultiplyAdd contracts their sums
        }) {
     pipeline.push_back(pass);
   }

@@ -35,8 +35,9 @@ inline constexpr const char* kSetErrorSymbol = "primjit_rt_set_error";
 inline constexpr const char* kParallelForSymbol = "primjit_rt_parallel_for";
 inline constexpr const char* kLaunchSymbol = "primjit_rt_launch";
 
-/// The body of a parallel loop: runs iteration `i`; returns 0, or -1 after setting the error.
-using ParallelBody = int32_t (*)(int64_t i, void* closure);
+/// The body of a parallel loop: runs the iterations of the chunk [begin, end) in order; returns
+/// 0, or -1 after setting the error.
+using ParallelBody = int32_t (*)(int64_t begin, int64_t end, void* closure);
 
 class KernelHandle {
  public:
@@ -86,8 +87,9 @@ class CallScope {
 extern "C" {
 /// Formats and records the message of a failed check on the calling thread.
 void primjit_rt_set_error(const char* format, const PJValue* values, int32_t num_values);
-/// Runs body(i, closure) for i in [begin, end) on oneTBB; returns 0, or -1 with the first
-/// error any iteration reported (the rest of the loop is cancelled).
+/// Runs [begin, end) on oneTBB as chunks, calling body(chunk_begin, chunk_end, closure) once per
+/// chunk; returns 0, or -1 with the first error any chunk reported (the rest of the loop is
+/// cancelled).
 int32_t primjit_rt_parallel_for(int64_t begin, int64_t end, primjit::jit::ParallelBody body,
                                 void* closure);
 /// Runs KernelHandle `handle`'s launch; a null handle (a slot of the kernel table that was

@@ -9,9 +9,9 @@
 //   function whose pointer parameters are `noalias` (buffers of one call do not overlap, as TVM
 //   assumes), emitted at the call; a non-zero status propagates as -1.
 // - `T.parallel_for("task", ...)` (from LowerParallelLoops) passes the captures in a closure
-//   struct to the runtime's parallel-for (oneTBB), which runs the task, an internal function
-//   `i32 (i64 index, ptr noalias closure)` emitted at its launch. A parallel loop left in the
-//   IR is an error.
+//   struct to the runtime's parallel-for (oneTBB), which runs the task once per chunk, an
+//   internal function `i32 (i64 begin, i64 end, ptr noalias closure)` emitted at its launch. A
+//   parallel loop left in the IR is an error.
 // - Arithmetic follows docs/semantics.md: integer division, shifts, float min/max and float to
 //   int conversions through jit/llvm/semantics_llvm.h (defined for every input); no fast-math
 //   flags, so a * b + c is fused only where the IR says T.fma.

@@ -229,12 +229,15 @@ Value* FunctionCodegen::call_compute_scope(const Call* op) {
 Value* FunctionCodegen::parallel_for(const Call* op) {
   PrimFunc task = emitted_at_call(op, CallingConv::kParallelTask);
   const auto* name = op->args[0].as<StringImm>();
-  PRIMJIT_USER_CHECK(op->args.size() == task->params.size() + 2 &&
-                     task->params[0].dtype() == DataType::Int(64))
-      << "T.parallel_for(\"" << name->value << "\"): the task takes an int64 index and "
-      << task->params.size() - 1 << " captures, the call passes " << op->args.size() - 3;
+  PRIMJIT_USER_CHECK(task->params.size() >= 2 && op->args.size() == task->params.size() + 1 &&
+                     task->params[0].dtype() == DataType::Int(64) &&
+                     task->params[1].dtype() == DataType::Int(64))
+      << "T.parallel_for(\"" << name->value
+      << "\"): the task takes int64 begin and end, then one parameter per capture; it has "
+      << task->params.size() << " parameters and the call passes " << op->args.size() - 3
+      << " captures";
   std::vector<llvm::Type*> field_types;
-  for (size_t i = 1; i < task->params.size(); ++i) {
+  for (size_t i = 2; i < task->params.size(); ++i) {
     field_types.push_back(type_of(task->params[i].dtype()));
   }
   // A task that launches kernels finds the kernel table in a trailing closure field.
@@ -253,17 +256,20 @@ Value* FunctionCodegen::parallel_for(const Call* op) {
                    b_.CreateStructGEP(closure_type, closure, static_cast<unsigned>(num_captures)));
   }
   llvm::Function* f = llvm::Function::Create(
-      llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getPtrTy()}, false),
+      llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getInt64Ty(), b_.getPtrTy()},
+                              false),
       llvm::Function::InternalLinkage, name->value + m_.suffix, &m_.mod);
   m_.functions[name->value] = f;
   FunctionCodegen inner(m_, f, /*returns_error=*/true);
-  llvm::Argument* index = f->getArg(0);
-  llvm::Argument* env = f->getArg(1);
-  index->setName(task->params[0]->name);
+  llvm::Argument* begin = f->getArg(0);
+  llvm::Argument* end = f->getArg(1);
+  llvm::Argument* env = f->getArg(2);
+  begin->setName(task->params[0]->name);
+  end->setName(task->params[1]->name);
   env->setName("closure");
   env->addAttr(llvm::Attribute::NoAlias);
   for (size_t i = 0; i < num_captures; ++i) {
-    const Var& capture = task->params[1 + i];
+    const Var& capture = task->params[2 + i];
     Value* field = inner.b_.CreateLoad(
         field_types[i], inner.b_.CreateStructGEP(closure_type, env, static_cast<unsigned>(i)),
         capture->name);
@@ -274,7 +280,8 @@ Value* FunctionCodegen::parallel_for(const Call* op) {
         b_.getPtrTy(),
         inner.b_.CreateStructGEP(closure_type, env, static_cast<unsigned>(num_captures)), "self"));
   }
-  inner.bind(task->params[0].get(), index);
+  inner.bind(task->params[0].get(), begin);
+  inner.bind(task->params[1].get(), end);
   inner.emit_body(task->body, inner.b_.getInt32(0));
 
   Value* min = b_.CreateSExtOrTrunc(visit_expr(op->args[1]), b_.getInt64Ty());

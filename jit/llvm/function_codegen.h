@@ -212,8 +212,8 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
   Value* call_compute_scope(const Call* op);
 
   // T.parallel_for("task", min, extent, captures...): the captures go into a closure struct on
-  // the stack, the task (emitted here, where it is launched) becomes body(index, closure) ->
-  // int32, and primjit_rt_parallel_for runs it over [min, min + extent).
+  // the stack, the task (emitted here, where it is launched) becomes body(begin, end, closure)
+  // -> int32, and primjit_rt_parallel_for runs it once per chunk of [min, min + extent).
   Value* parallel_for(const Call* op);
 
   HostModuleState& m_;

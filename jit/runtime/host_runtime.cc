@@ -74,14 +74,12 @@ extern "C" int32_t primjit_rt_parallel_for(int64_t begin, int64_t end,
         [&](const tbb::blocked_range<int64_t>& range) {
           // Kernels launched by the loop's body go to the call's stream on every thread.
           primjit::jit::CallScope scope(call);
-          for (int64_t i = range.begin(); i != range.end(); ++i) {
-            if (body(i, closure) != 0) {
-              std::string message;
-              message.swap(primjit::jit::t_last_error);  // this worker's message, taken
-              if (!failed.exchange(true)) error = std::move(message);
-              context.cancel_group_execution();
-              return;
-            }
+          // One call per chunk: the task's own loop runs the chunk's iterations.
+          if (body(range.begin(), range.end(), closure) != 0) {
+            std::string message;
+            message.swap(primjit::jit::t_last_error);  // this worker's message, taken
+            if (!failed.exchange(true)) error = std::move(message);
+            context.cancel_group_execution();
           }
         },
         context);

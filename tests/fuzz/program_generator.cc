@@ -1,6 +1,7 @@
 #include "tests/fuzz/program_generator.h"
 
 #include <climits>
+#include <utility>
 
 #include "primjit/ir/attr_keys.h"
 
@@ -318,6 +319,7 @@ class Generator {
         return IfThenElse::make(c, then_case, else_case);
       }
       default: {
+        if (f_.reductions && chance(25)) return reduction(depth);
         Var i = Var::make(fresh("i"), kI32);
         scopes_.emplace_back();
         scopes_.back().vars.push_back(i);
@@ -327,6 +329,45 @@ class Generator {
         return For::make(i, make_const(0), make_const(1 + pick(4)), ForKind::kSerial, body);
       }
     }
+  }
+
+  // `acc[0] = acc[0] op X[(i * a + b) % kExtent]` in a T.vectorized loop of 1 to 80 iterations
+  // (none, some or several groups of LowerVectorReductions' 32 lanes, and a tail), between an
+  // initial load and a store of the result. The elements are loads, so that on the passes
+  // check's inputs (floats in [0, 1)) float sums and products have no cancellation and another
+  // order stays within its tolerance.
+  Stmt reduction(int depth) {
+    DataType t = chance(50) ? kI32 : kF32;
+    Buffer acc = Buffer::make(fresh("acc"), t, {make_const(1)}, "local");
+    Var i = Var::make(fresh("i"), kI32);
+    Expr index =
+        FloorMod::make(Add::make(Mul::make(i, make_const(1 + pick(3))), make_const(pick(kExtent))),
+                       make_const(kExtent));
+    Expr element = BufferLoad::make(one_of(buffers_of(t)), {index});
+    Expr old = BufferLoad::make(acc, {make_const(0)});
+    Expr a = old, b = element;
+    if (chance(30)) std::swap(a, b);
+    Expr value;
+    switch (pick(4)) {
+      case 0:
+        value = Add::make(a, b);
+        break;
+      case 1:
+        value = Mul::make(a, b);
+        break;
+      case 2:
+        value = Max::make(a, b);
+        break;
+      default:
+        value = Min::make(a, b);
+        break;
+    }
+    Stmt loop = For::make(i, make_const(0), make_const(1 + pick(80)), ForKind::kVectorized,
+                          BufferStore::make(acc, value, {make_const(0)}));
+    Expr init = BufferLoad::make(one_of(buffers_of(t)), {bounded(depth, kExtent)});
+    return SeqStmt::make(
+        {AllocBuffer::make(acc), BufferStore::make(acc, init, {make_const(0)}), loop,
+         BufferStore::make(one_of(buffers_of(t)), old, {bounded(depth, kExtent)})});
   }
 
   Stmt block_in_scope(int depth, int count) {

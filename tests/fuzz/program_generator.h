@@ -6,7 +6,8 @@
 // variable), serial loops and views that alias the parameters (a Bind of X.data and a buffer
 // declared on it, 1-D or 2-D), over int and float arithmetic, floor and trunc division,
 // min/max, casts, selects, if_then_else, comparisons and logic, exact math builtins, and
-// 4-lane vectors (Ramp/Broadcast); scalar expressions repeat now and then. So the cleanup passes
+// 4-lane vectors (Ramp/Broadcast), reductions marked T.vectorized into a local accumulator;
+// scalar expressions repeat now and then. So the cleanup passes
 // (FlattenBuffer, Simplify, CommonSubexprElim, RemoveNoOp) get work. Indices are reduced modulo
 // the extent, so every access is in bounds. What the program computes depends on the rules of
 // docs/semantics.md (division by zero, NaN in min/max, float-to-int saturation, no
@@ -39,6 +40,9 @@ struct Features {
   bool vectors = true;
   /// Views on the parameters' memory (aliasing stores).
   bool views = true;
+  /// Reductions marked T.vectorized (LowerVectorReductions' fixed order: llvm and emu must agree
+  /// bit for bit) of +, *, max, min over int32 and float32.
+  bool reductions = true;
 };
 
 /// The generated function for `seed` (deterministic).

@@ -33,7 +33,7 @@ enum class CallingConv : int {
   kDefault = 0,       // a plain function (signature as written)
   kPacked = 1,        // MakePackedAPI's packed entry point (primjit/abi.h)
   kKernelLaunch = 2,  // a device kernel, launched by its host caller
-  kParallelTask = 3,  // LowerParallelLoops' task: (index, captures...) run by T.parallel_for
+  kParallelTask = 3,  // LowerParallelLoops' task: (begin, end, captures...) run by T.parallel_for
   kComputeScope = 4,  // LowerComputeScopes' region: (captures...) run by T.call_compute_scope
 };
 

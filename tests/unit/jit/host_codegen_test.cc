@@ -1,6 +1,7 @@
 // End-to-end host code generation: IR text → default pipeline (target llvm) → LLVM → ORC, then
 // called through the packed calling convention and compared with C++ references.
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -243,6 +244,55 @@ def par(a: T.handle, b: T.handle):
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(b.data[i], a.data[i] * 2 + 1) << i;
 }
 
+// The task of a parallel loop runs a chunk [begin, end) per call. The same results under one
+// thread and under the default arena, for an empty range, one element, extents that are not a
+// multiple of any grain, a loop with a nonzero minimum (an empty one when n <= 1), a body with
+// a Bind and an allocation, and a parallel loop nested in it (serial in the task) and after a
+// serial loop.
+TEST(HostCodegen, ParallelLoopsRunChunksUnderOneAndManyThreads) {
+  Compiled f(R"(
+@T.prim_func
+def par(a: T.handle, b: T.handle, c: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n, 4), "float32")
+    C = T.match_buffer(c, (n,), "int32")
+    for i in T.parallel(n):
+        x: T.float32 = A[i] * T.float32(2)
+        tmp = T.alloc_buffer((4,), "float32", scope="local")
+        for j in T.parallel(4):
+            tmp[j] = x + T.Cast("float32", j)
+        for j in range(4):
+            B[i, j] = tmp[j] + T.Cast("float32", i)
+    for r in range(3):
+        for i in T.parallel(1, n):
+            C[i] = C[i] + i * (r + 1)
+)",
+             "par");
+  for (int threads : {1, 0}) {
+    for (int64_t n : {0, 1, 2, 1000, 100003}) {
+      HostTensor<float> a({n}, kF32), b({n, 4}, kF32);
+      HostTensor<int32_t> c({n}, kI32);
+      for (int64_t i = 0; i < n; ++i) a.data[i] = static_cast<float>(i % 977) * 0.5f;
+      auto run = [&] { f({a.arg(), b.arg(), c.arg()}); };
+      if (threads == 1) {
+        tbb::task_arena(1).execute(run);
+      } else {
+        run();
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        for (int j = 0; j < 4; ++j) {
+          ASSERT_EQ(b.data[i * 4 + j], a.data[i] * 2 + j + static_cast<float>(i))
+              << "threads " << threads << ", n " << n << ", i " << i << ", j " << j;
+        }
+        ASSERT_EQ(c.data[i], i == 0 ? 0 : static_cast<int32_t>(i * 6))
+            << "threads " << threads << ", n " << n << ", i " << i;
+      }
+    }
+  }
+}
+
 TEST(HostCodegen, ErrorsInsideAParallelLoopAreReported) {
   Compiled f(R"(
 @T.prim_func
@@ -313,6 +363,8 @@ def f(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
   EXPECT_NE(ir.find("ptr noalias"), std::string::npos) << ir;
   EXPECT_NE(ir.find("<4 x float>"), std::string::npos) << ir;
   EXPECT_NE(ir.find("call i32 @primjit_rt_parallel_for"), std::string::npos) << ir;
+  // One call per chunk: the task loops over [begin, end) itself.
+  EXPECT_NE(ir.find("(i64 %begin, i64 %end, ptr noalias %closure)"), std::string::npos) << ir;
 }
 
 TEST(HostCodegen, UnloadingFreesTheVariant) {
