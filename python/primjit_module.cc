@@ -43,7 +43,9 @@ primjit::Policy parse_policy(const std::string& name) {
   if (name == "exact") return primjit::Policy::kExact;
   if (name == "dynamic") return primjit::Policy::kDynamic;
   if (name == "auto") return primjit::Policy::kAuto;
-  throw primjit::Error("policy must be \"exact\", \"dynamic\" or \"auto\", got \"" + name + "\"");
+  if (name == "bucketed") return primjit::Policy::kBucketed;
+  throw primjit::Error("policy must be \"exact\", \"dynamic\", \"auto\" or \"bucketed\", got \"" +
+                       name + "\"");
 }
 
 // The DLTensor inside a capsule named "dltensor" (unconsumed).

@@ -1,6 +1,6 @@
 // primjit-run: compile a function from IR text and call it on generated arguments.
 //
-//   primjit-run FILE [--func NAME] [--target=llvm|cuda|emu] [--policy=exact|dynamic|auto]
+//   primjit-run FILE [--func NAME] [--target=llvm|cuda|emu] [--policy=exact|dynamic|auto|bucketed]
 //               --arg NAME=DTYPE[D0,D1,...]:INIT ... [--scalar NAME=VALUE]
 //               [--print NAME] [--checksum NAME] [--bench N] [--bench-json FILE]
 //               [--bench-bytes B] [--bench-flops F]
@@ -61,7 +61,7 @@ namespace pj = primjit;
 
 constexpr const char* kUsage =
     "usage: primjit-run FILE [--func NAME] [--target=llvm|cuda|emu] "
-    "[--policy=exact|dynamic|auto]\n"
+    "[--policy=exact|dynamic|auto|bucketed]\n"
     "                   --arg NAME=DTYPE[D0,D1,...]:zeros|ones|iota|random ...\n"
     "                   [--scalar NAME=VALUE] [--print NAME] [--checksum NAME]\n"
     "                   [--bench N] [--bench-json FILE] [--bench-bytes B] [--bench-flops F]\n"
@@ -195,8 +195,8 @@ Options parse_args(int argc, char** argv) {
           << "unknown --target '" << *v << "'; use llvm, cuda or emu";
       o.target = *v;
     } else if (auto v = value("--policy")) {
-      PRIMJIT_USER_CHECK(*v == "exact" || *v == "dynamic" || *v == "auto")
-          << "unknown --policy '" << *v << "'; use exact, dynamic or auto";
+      PRIMJIT_USER_CHECK(*v == "exact" || *v == "dynamic" || *v == "auto" || *v == "bucketed")
+          << "unknown --policy '" << *v << "'; use exact, dynamic, auto or bucketed";
       o.policy = *v;
     } else if (auto v = value("--arg")) {
       auto [name, spec] = parse_arg(*v);
@@ -453,9 +453,10 @@ int main_impl(int argc, char** argv) {
   pj::Jit jit;
   pj::KernelOptions options;
   options.target = target;
-  options.policy = o.policy == "dynamic" ? pj::Policy::kDynamic
-                   : o.policy == "auto"  ? pj::Policy::kAuto
-                                         : pj::Policy::kExact;
+  options.policy = o.policy == "dynamic"    ? pj::Policy::kDynamic
+                   : o.policy == "auto"     ? pj::Policy::kAuto
+                   : o.policy == "bucketed" ? pj::Policy::kBucketed
+                                            : pj::Policy::kExact;
   pj::Kernel kernel = jit.kernel(module, name, options);
   auto call = [&] {
     PJValue r = kernel.call(call_args);

@@ -35,10 +35,14 @@ namespace primjit {
 
 /// How argument shapes select variants.
 enum class Policy {
-  kExact,    // every distinct shape tuple is its own variant, dimensions compiled in
-  kDynamic,  // one variant per dtype/ndim signature; dimensions bound at call time
-  kAuto,     // exact until a dimension has taken more than auto_threshold values, then that
-             // dimension stays symbolic in the variants compiled from then on
+  kExact,     // every distinct shape tuple is its own variant, dimensions compiled in
+  kDynamic,   // one variant per dtype/ndim signature; dimensions bound at call time
+  kAuto,      // exact until a dimension has taken more than auto_threshold values, then that
+              // dimension stays symbolic in the variants compiled from then on
+  kBucketed,  // each dimension keyed on its value when at most bucket_limit, else only on
+              // whether it is a multiple of 16 (the variant assumes n % 16 == 0 then, so
+              // vectorized and tiled loops keep their fast paths); a tensor's strides on its
+              // contiguity, its data on 16-byte alignment. Shapes of one bucket share a variant
 };
 
 /// What happens when a kernel would compile more than recompile_limit variants.
@@ -52,8 +56,13 @@ struct KernelOptions {
   /// driver and a device exist, else llvm. A device target (cuda, emu) runs the host part on
   /// the CPU (llvm).
   Target target;
+  /// kExact stays the default: kBucketed's variants ran 0.80-0.92x as fast on bench_policy's
+  /// 20 matmul shapes (bench/README.md), below the 0.95x that would make it the default.
   Policy policy = Policy::kExact;
   int auto_threshold = 4;
+  /// kBucketed: dimensions up to this value are compiled in (at least 1: a dimension of 1 is
+  /// always its own bucket); larger ones are keyed on their divisibility by 16.
+  int64_t bucket_limit = 16;
   /// The most distinct argument keys compiled as exact variants (a variant compiled again
   /// after its eviction does not count again).
   int recompile_limit = 32;

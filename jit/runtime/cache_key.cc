@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "jit/runtime/argument_memory.h"
 #include "primjit/abi.h"
 #include "primjit/dlpack.h"
 #include "primjit/ir/functor.h"
@@ -106,7 +107,7 @@ void push_layout(const DLTensor& t, bool symbolic, KeyBuffer* key) {
 }
 
 void build_key(std::span<const ParamInfo> params, std::span<const Arg> args, bool dynamic,
-               const DimSet& symbolic, KeyBuffer* key) {
+               const DimSet& symbolic, KeyBuffer* key, int64_t bucket_limit) {
   int64_t device = -1;  // of the CUDA tensors (the call's checks made them agree)
   for (size_t i = 0; i < args.size(); ++i) {
     if (!params[i].buffer.defined()) continue;
@@ -116,10 +117,18 @@ void build_key(std::span<const ParamInfo> params, std::span<const Arg> args, boo
     bool any_symbolic = dynamic;
     for (int d = 0; d < t->ndim; ++d) {
       bool sym = dynamic || symbolic.count({i, static_cast<size_t>(d)}) > 0;
-      any_symbolic = any_symbolic || sym;
-      key->push(sym ? kSymbolic : t->shape[d]);
+      int64_t entry = sym                 ? kSymbolic
+                      : bucket_limit >= 0 ? bucket_entry(t->shape[d], bucket_limit)
+                                          : t->shape[d];
+      any_symbolic = any_symbolic || sym || is_bucket(entry);
+      key->push(entry);
     }
+    size_t flags = key->size;
     push_layout(*t, any_symbolic, key);
+    if (bucket_limit >= 0 && (data_address(*t) & 15) != 0) {
+      int64_t* at = key->size <= kInlineKey ? &key->inline_values[flags] : &key->overflow[flags];
+      *at |= kLayoutUnaligned16;
+    }
     if (t->device.device_type == kDLCUDA || t->device.device_type == kDLCUDAManaged) {
       device = t->device.device_id;
     }
@@ -140,7 +149,19 @@ std::string layout_text(const std::vector<int64_t>& key, size_t pos, size_t ndim
     }
   }
   if (key[pos] & kLayoutOffset) text += text.empty() ? "offset" : ", offset";
+  if (key[pos] & kLayoutUnaligned16) {
+    text += text.empty() ? "not 16-byte aligned" : ", not 16-byte aligned";
+  }
   return text.empty() ? "compact" : text;
+}
+
+// A dimension's key entry: "?" (symbolic), "16k" (a multiple of 16 above the bucket limit),
+// "n" (any other above it) or the value.
+std::string entry_text(int64_t v) {
+  if (v == kSymbolic) return "?";
+  if (v == kBucketMultiple16) return "16k";
+  if (v == kBucketOther) return "n";
+  return std::to_string(v);
 }
 
 }  // namespace
@@ -154,7 +175,7 @@ std::string key_args_text(std::span<const ParamInfo> params, const std::vector<i
   std::string tensor;  // the tensor being written, closed by its layout entry (or the end)
   for_each_key_entry(params, key, [&](size_t i, int d, size_t pos) {
     if (d >= 0) {
-      tensor += (d > 0 ? "," : "") + (key[pos] == kSymbolic ? "?" : std::to_string(key[pos]));
+      tensor += (d > 0 ? "," : "") + entry_text(key[pos]);
       return;
     }
     if (d == kLayoutEntry) {
@@ -193,7 +214,10 @@ std::string KeyHistory::reason(std::span<const ParamInfo> params, const std::vec
   if (best == nullptr) return "new dtype or rank";
   std::string out;
   auto text = [](int64_t v) {
-    return v == kSymbolic ? std::string("symbolic") : std::to_string(v);
+    if (v == kSymbolic) return std::string("symbolic");
+    if (v == kBucketMultiple16) return std::string("bucket 16k (a larger multiple of 16)");
+    if (v == kBucketOther) return std::string("bucket n (larger, not a multiple of 16)");
+    return std::to_string(v);
   };
   // A dimension that is a shape variable is named by the variable, once however many
   // buffers share it ("n: 128 -> 130"); any other by its buffer ("A.shape[1]: 4 -> 8").

@@ -21,6 +21,23 @@ namespace primjit::jit {
 /// Key values are int64; a dimension left symbolic is this marker.
 inline constexpr int64_t kSymbolic = INT64_MIN;
 
+/// Policy::kBucketed: the key entry of a dimension above the kernel's bucket_limit says only
+/// whether it is a multiple of 16 (the variant keeps the dimension symbolic, with that fact).
+inline constexpr int64_t kBucketMultiple16 = INT64_MIN + 1;
+inline constexpr int64_t kBucketOther = INT64_MIN + 2;
+
+/// The key entry of extent `v` under kBucketed with `limit`: v itself when v <= limit.
+inline int64_t bucket_entry(int64_t v, int64_t limit) {
+  if (v <= limit) return v;
+  return v % 16 == 0 ? kBucketMultiple16 : kBucketOther;
+}
+inline bool is_bucket(int64_t entry) { return entry == kBucketMultiple16 || entry == kBucketOther; }
+
+/// The bucket limit a kernel's keys use: its bucket_limit under kBucketed, else -1 (exact).
+inline int64_t bucket_limit_of(const KernelOptions& o) {
+  return o.policy == Policy::kBucketed ? o.bucket_limit : -1;
+}
+
 /// Keys up to this many values are built on the stack (no allocation on a hit).
 inline constexpr size_t kInlineKey = 48;
 
@@ -65,6 +82,8 @@ struct KeyBuffer {
 /// vectorizes). Compact row-major tensors at byte_offset 0 (the usual case) add one 0.
 inline constexpr int64_t kLayoutOffset = 1;   // byte_offset != 0: an element offset variable
 inline constexpr int64_t kLayoutStrided = 2;  // strides that are not compact row-major
+// kBucketed only: the data address is not a multiple of 16 bytes.
+inline constexpr int64_t kLayoutUnaligned16 = 4;
 
 /// True when `t` (its shape checked) is not compact row-major.
 bool is_strided(const DLTensor& t);
@@ -104,11 +123,13 @@ std::vector<ParamInfo> param_infos(const PrimFunc& func);
 using DimSet = std::set<std::pair<size_t, size_t>>;
 
 /// Appends the key of a call (`args` passed check_arguments): per tensor its dtype and ndim,
-/// then its dimensions, each as kSymbolic when `dynamic` or in `symbolic`, then its layout
-/// (push_layout; strides symbolic when `dynamic` or when a dimension of the tensor is); last,
-/// when the tensors are CUDA tensors, their device ordinal (each device loads its own module).
+/// then its dimensions, each as kSymbolic when `dynamic` or in `symbolic`, else as
+/// bucket_entry when `bucket_limit` >= 0 (kBucketed), else its value; then its layout
+/// (push_layout; strides symbolic when `dynamic` or when a dimension of the tensor is symbolic
+/// or bucketed; under kBucketed the flags add kLayoutUnaligned16); last, when the tensors are
+/// CUDA tensors, their device ordinal (each device loads its own module).
 void build_key(std::span<const ParamInfo> params, std::span<const Arg> args, bool dynamic,
-               const DimSet& symbolic, KeyBuffer* key);
+               const DimSet& symbolic, KeyBuffer* key, int64_t bucket_limit = -1);
 
 /// The key entry walk's marks for what is not a dimension.
 inline constexpr int kDtypeEntry = -1;

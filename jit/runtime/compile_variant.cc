@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <set>
+#include <string>
 #include <thread>
 #include <unordered_map>
 
@@ -120,6 +122,23 @@ PrimFunc relayout(const Kernel::State& k, std::span<const Arg> args, bool dynami
   return replacer.replace.empty() ? func : replacer.mutate_function(func);
 }
 
+// The facts a kBucketed variant's key records: each dimension variable in `dims` is a multiple
+// of 16. Asserted at the top of the body, so the simplifier assumes them for the loops (and
+// the tiled and vectorized paths drop their remainders); the key guarantees they hold.
+PrimFunc assume_multiples_of_16(const PrimFunc& func, const std::vector<Expr>& dims) {
+  std::vector<Stmt> body;
+  for (const Expr& dim : dims) {
+    Expr sixteen = IntImm::make(dim.dtype(), 16);
+    Expr zero = IntImm::make(dim.dtype(), 0);
+    std::string name = dim.as<VarNode>()->name;
+    body.push_back(AssertStmt::make(
+        EQ::make(FloorMod::make(dim, sixteen), zero),
+        StringImm::make(name + " is a multiple of 16 in this variant (its specialization key)")));
+  }
+  body.push_back(func->body);
+  return func.with_body(SeqStmt::make(std::move(body)));
+}
+
 }  // namespace
 
 void bind_kernels(Variant& v) {
@@ -138,7 +157,28 @@ DeviceOptions device_options(const Kernel::State& k, const Variant& v) {
 
 IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool dynamic,
                        const DimSet& symbolic, const passes::RunOptions& run) {
-  PrimFunc func = relayout(k, args, dynamic, symbolic, k.func);
+  // kBucketed: a dimension above the bucket limit stays symbolic (as build_key keys it).
+  DimSet kept = symbolic;
+  std::vector<Expr> multiples_of_16;
+  const int64_t bucket = bucket_limit_of(k.options);
+  if (!dynamic && bucket >= 0) {
+    std::set<const VarNode*> asserted;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Buffer& b = k.params[i].buffer;
+      if (!b.defined()) continue;
+      const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
+      for (size_t d = 0; d < b->shape.size(); ++d) {
+        int64_t entry = bucket_entry(t->shape[d], bucket);
+        if (symbolic.count({i, d}) || !is_bucket(entry)) continue;
+        kept.insert({i, d});
+        const auto* var = b->shape[d].as<VarNode>();
+        if (entry == kBucketMultiple16 && var != nullptr && asserted.insert(var).second) {
+          multiples_of_16.push_back(b->shape[d]);
+        }
+      }
+    }
+  }
+  PrimFunc func = relayout(k, args, dynamic, kept, k.func);
   if (!dynamic) {
     std::unordered_map<const VarNode*, Expr> values;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -147,12 +187,13 @@ IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool d
       const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
       for (size_t d = 0; d < b->shape.size(); ++d) {
         const auto* var = b->shape[d].as<VarNode>();
-        if (var == nullptr || symbolic.count({i, d}) || values.count(var)) continue;
+        if (var == nullptr || kept.count({i, d}) || values.count(var)) continue;
         values.emplace(var, IntImm::make(var->dtype, t->shape[d]));
       }
     }
     func = passes::specialize(func, values);
   }
+  if (!multiples_of_16.empty()) func = assume_multiples_of_16(func, multiples_of_16);
   passes::PipelineOptions pipeline;
   pipeline.checked_arithmetic = k.options.checked_arithmetic;
   pipeline.fp_contract = k.options.fp_contract;

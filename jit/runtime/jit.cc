@@ -89,6 +89,8 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
   PRIMJIT_USER_CHECK(!func->global_symbol().empty())
       << "Jit::kernel: function '" << name << "' is private; only public functions are kernels";
   PRIMJIT_USER_CHECK(options.auto_threshold >= 1) << "KernelOptions::auto_threshold must be >= 1";
+  PRIMJIT_USER_CHECK(options.bucket_limit >= 1)
+      << "KernelOptions::bucket_limit must be >= 1 (a dimension of 1 is always its own bucket)";
   PRIMJIT_USER_CHECK(options.recompile_limit >= 1) << "KernelOptions::recompile_limit must be >= 1";
   PRIMJIT_USER_CHECK(options.max_unroll >= 0) << "KernelOptions::max_unroll must be >= 0";
   auto state = std::make_shared<Kernel::State>();
@@ -157,6 +159,7 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
   const bool dynamic =
       k.options.policy == Policy::kDynamic || k.fell_back.load(std::memory_order_relaxed);
   const uint64_t mask = k.symbolic_mask.load(std::memory_order_relaxed);
+  const int64_t bucket = jit::bucket_limit_of(k.options);  // -1 unless kBucketed
   size_t bit = 0;
   int64_t values[jit::kMaxCheckedVars];  // shape variables bound so far
   uint32_t bound = 0;
@@ -198,11 +201,13 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
       if (extent < 0 || extent > rule.max) return false;
       if (__builtin_mul_overflow(elements, extent, &elements)) return false;  // the slow path
       if (!dynamic && !(mask >> bit & 1)) {
-        key->push_inline(extent);
-        continue;
+        const int64_t entry = bucket < 0 ? extent : jit::bucket_entry(extent, bucket);
+        key->push_inline(entry);
+        if (!jit::is_bucket(entry)) continue;
+      } else {
+        key->push_inline(jit::kSymbolic);
       }
-      // A symbolic dimension is not in the key: check it against its rule here.
-      key->push_inline(jit::kSymbolic);
+      // A symbolic or bucketed dimension is not in the key: check it against its rule here.
       if (rule.kind == jit::DimRule::kConstant && extent != rule.value) return false;
       if (rule.kind == jit::DimRule::kVariable) {
         uint32_t b = uint32_t{1} << rule.variable;
@@ -224,7 +229,8 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
         expected *= t->shape[d];
       }
     }
-    key->push_inline(0);
+    key->push_inline(bucket >= 0 && (jit::data_address(*t) & 15) != 0 ? jit::kLayoutUnaligned16
+                                                                      : 0);
     if (disjoint) {
       begin[i] = jit::data_address(*t);
       end[i] = begin[i] + static_cast<uintptr_t>(elements) * p.element_bytes;

@@ -31,9 +31,9 @@ bool build_call_key(Kernel::State& k, std::span<const Arg> args, KeyBuffer* key)
   if (k.options.policy == Policy::kAuto || k.fell_back.load()) {
     std::lock_guard<std::mutex> lock(k.mutex);
     dynamic = dynamic || k.fell_back;
-    build_key(k.params, args, dynamic, k.symbolic, key);
+    build_key(k.params, args, dynamic, k.symbolic, key, bucket_limit_of(k.options));
   } else {
-    build_key(k.params, args, dynamic, {}, key);
+    build_key(k.params, args, dynamic, {}, key, bucket_limit_of(k.options));
   }
 
   return dynamic;
@@ -47,7 +47,7 @@ Specialization specialize_call(Kernel::State& k, std::span<const Arg> args, cons
   // The key after the policy changed what is symbolic.
   auto rekey = [&](bool all_dynamic) {
     KeyBuffer again;
-    build_key(k.params, args, all_dynamic, s.symbolic, &again);
+    build_key(k.params, args, all_dynamic, s.symbolic, &again, bucket_limit_of(k.options));
     s.key = again.to_vector();
     s.hash = again.hash(k.fingerprint);
   };

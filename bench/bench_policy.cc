@@ -1,0 +1,116 @@
+// What the specialization policies cost over many shapes: one CPU matmul called with 20
+// square shapes (16 multiples of 16 from 48 to 288, and 4 others), as a program whose sizes
+// vary would call it.
+//
+//   BM_TwentyMatmulShapes/<policy>  per iteration a new Jit (no disk cache) and the 20 first
+//                                   calls, timed (compiles and runs). Counters: compiles,
+//                                   compile_ms (the Jit's stage times), and steady_ms, the 20
+//                                   calls again once every variant exists (the speed the
+//                                   policy's variants run at; compare it between policies).
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "bench/bench_main.h"
+#include "primjit/ir/text.h"
+#include "primjit/jit.h"
+#include "primjit/tensor.h"
+
+namespace primjit::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kMatmul = R"(
+@T.prim_func
+def matmul(a: T.handle, b: T.handle, c: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    M = T.int32()
+    N = T.int32()
+    K = T.int32()
+    A = T.match_buffer(a, (M, K), "float32")
+    B = T.match_buffer(b, (K, N), "float32")
+    C = T.match_buffer(c, (M, N), "float32")
+    for i in T.parallel(M):
+        for j in range(N):
+            C[i, j] = T.float32(0)
+        for k in range(K):
+            for j in range(N):
+                C[i, j] = C[i, j] + A[i, k] * B[k, j]
+)";
+
+std::vector<int64_t> sizes() {
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < 16; ++i) out.push_back(48 + 16 * i);
+  for (int64_t n : {100, 150, 201, 257}) out.push_back(n);
+  return out;
+}
+
+struct Operands {
+  Tensor a, b, c;
+  explicit Operands(int64_t n)
+      : a(Tensor::zeros({n, n}, DataType::Float(32))),
+        b(Tensor::zeros({n, n}, DataType::Float(32))),
+        c(Tensor::zeros({n, n}, DataType::Float(32))) {
+    for (int64_t i = 0; i < n * n; ++i) {
+      a.data<float>()[i] = 1.0f;
+      b.data<float>()[i] = 2.0f;
+    }
+  }
+  bool right() const {
+    int64_t n = a.dl()->shape[0];
+    for (int64_t i = 0; i < n * n; ++i) {
+      if (c.data<float>()[i] != 2.0f * static_cast<float>(n)) return false;
+    }
+    return true;
+  }
+};
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+void BM_TwentyMatmulShapes(benchmark::State& state, Policy policy) {
+  std::vector<Operands> operands;
+  for (int64_t n : sizes()) operands.emplace_back(n);
+  PrimFunc func = parse(kMatmul)->lookup("matmul");
+  double compiles = 0, compile_ms = 0, steady_ms = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    JitOptions options;
+    options.disk_cache = DiskCacheMode::kDisabled;
+    auto jit = std::make_unique<Jit>(options);
+    Kernel k = jit->kernel(func, {.policy = policy});
+    state.ResumeTiming();
+    for (Operands& o : operands) k(o.a, o.b, o.c);
+    state.PauseTiming();
+    Clock::time_point start = Clock::now();
+    for (Operands& o : operands) k(o.a, o.b, o.c);
+    steady_ms += ms_since(start);
+    for (const Operands& o : operands) {
+      if (!o.right()) {
+        fail();
+        return state.SkipWithError("wrong result");
+      }
+    }
+    KernelStats s = k.stats();
+    compiles += static_cast<double>(s.misses);
+    compile_ms += s.compile.passes_ms + s.compile.host_ms + s.compile.load_ms;
+    jit.reset();
+    state.ResumeTiming();
+  }
+  auto avg = [&](double v) { return benchmark::Counter(v, benchmark::Counter::kAvgIterations); };
+  state.counters["compiles"] = avg(compiles);
+  state.counters["compile_ms"] = avg(compile_ms);
+  state.counters["steady_ms"] = avg(steady_ms);
+}
+
+BENCHMARK_CAPTURE(BM_TwentyMatmulShapes, exact, Policy::kExact)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_TwentyMatmulShapes, bucketed, Policy::kBucketed)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_TwentyMatmulShapes, dynamic, Policy::kDynamic)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace primjit::bench
+
+PRIMJIT_BENCHMARK_MAIN()

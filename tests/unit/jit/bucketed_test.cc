@@ -1,0 +1,145 @@
+// Policy::kBucketed: dimensions up to bucket_limit keyed on their value, larger ones on their
+// divisibility by 16, data on 16-byte alignment; the variant of a bucket serves every shape in
+// it and never one outside it; prewarm and compile_async key like calls.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "primjit/ir/text.h"
+#include "primjit/jit.h"
+#include "primjit/tensor.h"
+#include "tests/unit/jit/jit_test_util.h"
+#include "tests/unit/test_util.h"
+
+namespace primjit {
+namespace {
+
+using test::Pair;
+using test::scale_function;
+
+Signature scale_signature(int64_t n) {
+  return {ArgSpec::tensor(DataType::Float(32), {n}), ArgSpec::tensor(DataType::Float(32), {n}),
+          ArgSpec::scalar(DataType::Float(32))};
+}
+
+// Calls the kernel with length n and checks the result; returns whether it compiled.
+bool call_compiles(Kernel& k, int64_t n) {
+  uint64_t before = k.stats().misses;
+  Pair p(n);
+  k(p.a, p.b, 2.0f);
+  p.expect_scaled(2.0f);
+  return k.stats().misses > before;
+}
+
+TEST(Bucketed, BoundariesAroundSixteen) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .bucket_limit = 16});
+  EXPECT_TRUE(call_compiles(k, 15));   // small: its value
+  EXPECT_TRUE(call_compiles(k, 16));   // still small (the limit itself)
+  EXPECT_TRUE(call_compiles(k, 17));   // above: not a multiple of 16
+  EXPECT_FALSE(call_compiles(k, 33));  // same bucket as 17
+  EXPECT_FALSE(call_compiles(k, 1001));
+  EXPECT_TRUE(call_compiles(k, 32));   // above: a multiple of 16
+  EXPECT_FALSE(call_compiles(k, 48));  // same bucket as 32
+  EXPECT_FALSE(call_compiles(k, 4096));
+  EXPECT_FALSE(call_compiles(k, 15));  // small values are exact
+  EXPECT_FALSE(call_compiles(k, 16));
+  KernelStats s = k.stats();
+  EXPECT_EQ(s.misses, 4u);
+  ASSERT_EQ(s.reasons.size(), 4u);
+  EXPECT_EQ(s.reasons[1], "A.shape[0]: 15 -> 16, B.shape[0]: 15 -> 16");
+  EXPECT_NE(s.reasons[2].find("A.shape[0]: 16 -> bucket n (larger, not a multiple of 16)"),
+            std::string::npos)
+      << s.reasons[2];
+  // The reasons say which bucket changed.
+  EXPECT_NE(s.reasons[3].find("A.shape[0]: bucket n (larger, not a multiple of 16) -> bucket "
+                              "16k (a larger multiple of 16)"),
+            std::string::npos)
+      << s.reasons[3];
+}
+
+TEST(Bucketed, OneIsItsOwnBucketWithTheSmallestLimit) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .bucket_limit = 1});
+  EXPECT_TRUE(call_compiles(k, 1));
+  EXPECT_TRUE(call_compiles(k, 2));   // not a multiple of 16
+  EXPECT_FALSE(call_compiles(k, 3));  // same bucket
+  EXPECT_TRUE(call_compiles(k, 16));  // a multiple of 16
+  EXPECT_FALSE(call_compiles(k, 1));
+  EXPECT_EQ(k.stats().misses, 3u);
+  EXPECT_ERROR_CONTAINS(
+      jit.kernel(scale_function(), {.policy = Policy::kBucketed, .bucket_limit = 0}),
+      "KernelOptions::bucket_limit must be >= 1");
+}
+
+// The variant of the multiples of 16 assumes n % 16 == 0 (asserted, so the simplifier uses it)
+// and is never run for another length: such a call compiles the other bucket, and running the
+// variant directly with it fails instead of computing a wrong result.
+TEST(Bucketed, MultipleOfSixteenVariantNeverRunsAnotherLength) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed});
+  std::string divisible = print(k.lowered(scale_signature(64)));
+  std::string other = print(k.lowered(scale_signature(65)));
+  EXPECT_NE(divisible.find("is a multiple of 16 in this variant"), std::string::npos) << divisible;
+  EXPECT_EQ(other.find("multiple of 16"), std::string::npos) << other;
+  EXPECT_TRUE(call_compiles(k, 64));
+  EXPECT_TRUE(call_compiles(k, 65));
+  EXPECT_FALSE(call_compiles(k, 80));
+  EXPECT_FALSE(call_compiles(k, 81));
+  CompiledVariant v = k.compiled(scale_signature(64));
+  Pair p(65);
+  Arg wrong[] = {Arg(p.a), Arg(p.b), Arg(2.0f)};
+  EXPECT_ERROR_CONTAINS(v.call(wrong), "n is a multiple of 16 in this variant");
+  Pair q(96);
+  Arg right[] = {Arg(q.a), Arg(q.b), Arg(2.0f)};
+  v.call(right);
+  q.expect_scaled(2.0f);
+}
+
+// Data 16-byte aligned or not are different keys (the tensor's own memory is aligned).
+TEST(Bucketed, KeysDataAlignment) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed});
+  Tensor a = Tensor::zeros({36}, DataType::Float(32));
+  Tensor b = Tensor::zeros({36}, DataType::Float(32));
+  for (int i = 0; i < 36; ++i) a.data<float>()[i] = static_cast<float>(i);
+  DLTensor da = *a.dl(), db = *b.dl();
+  int64_t shape[1] = {32};
+  da.shape = db.shape = shape;
+  k(&da, &db, 2.0f);
+  // One float (4 bytes) further: not 16-byte aligned.
+  da.data = a.data<float>() + 1;
+  db.data = b.data<float>() + 1;
+  k(&da, &db, 3.0f);
+  for (int i = 0; i < 32; ++i) ASSERT_EQ(b.data<float>()[1 + i], 3.0f * (i + 1)) << i;
+  da.data = a.data<float>() + 4;  // 16 bytes further: aligned again
+  db.data = b.data<float>() + 4;
+  k(&da, &db, 4.0f);
+  for (int i = 0; i < 32; ++i) ASSERT_EQ(b.data<float>()[4 + i], 4.0f * (i + 4)) << i;
+  KernelStats s = k.stats();
+  EXPECT_EQ(s.misses, 2u);
+  EXPECT_EQ(s.hits, 1u);
+  ASSERT_EQ(s.reasons.size(), 2u);
+  EXPECT_NE(s.reasons[1].find("A layout: compact -> not 16-byte aligned"), std::string::npos)
+      << s.reasons[1];
+}
+
+// Prewarm and compile_async key with the policy: a prewarmed bucket serves every shape in it.
+TEST(Bucketed, PrewarmedBucketServesEveryShapeInIt) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed});
+  k.prewarm({scale_signature(64), scale_signature(8)});
+  k.compile_async(scale_signature(100)).get();
+  EXPECT_EQ(k.stats().misses, 3u);
+  for (int64_t n : {16 * 2, 16 * 3, 16 * 70, 8, 17, 99, 1235}) {
+    EXPECT_FALSE(call_compiles(k, n)) << n;
+  }
+  KernelStats s = k.stats();
+  EXPECT_EQ(s.misses, 3u);
+  EXPECT_EQ(s.hits, 7u);
+  EXPECT_TRUE(call_compiles(k, 9));  // small values are exact
+}
+
+}  // namespace
+}  // namespace primjit
