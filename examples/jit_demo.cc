@@ -22,34 +22,6 @@ namespace pb = primjit::builder;
 
 namespace {
 
-/// C = A @ B with A: M x K, B: K x N, all sizes symbolic (multiples of 16): 16 x 16 tiles
-/// staged through dynamic shared memory, one block per tile, one thread per output element.
-pj::PrimFunc tiled_matmul() {
-  pb::FunctionBuilder f("tiled_matmul");
-  pb::Var M = f.dim("M"), N = f.dim("N"), K = f.dim("K");
-  pb::BufferRef A = f.arg_buffer("A", {M, K}), B = f.arg_buffer("B", {K, N});
-  pb::BufferRef C = f.arg_buffer("C", {M, N});
-  f.target(pj::Target::cuda());
-  pb::Var by = f.launch_thread("blockIdx.y", M / 16);
-  pb::Var bx = f.launch_thread("blockIdx.x", N / 16);
-  pb::Var tx = f.launch_thread("threadIdx.x", 256);
-  pb::BufferRef As = f.alloc_buffer("A_tile", {16, 16}, pb::f32, "shared.dyn");
-  pb::BufferRef Bs = f.alloc_buffer("B_tile", {16, 16}, pb::f32, "shared.dyn");
-  pb::BufferRef acc = f.alloc_buffer("acc", {1}, pb::f32, "local");
-  pb::Var ty = f.bind("ty", tx / 16), tz = f.bind("tz", tx % 16);
-  pb::Var row = f.bind("row", by * 16 + ty), col = f.bind("col", bx * 16 + tz);
-  acc[0] = 0.0;
-  f.for_("k0", K / 16, [&](pb::Var k0) {
-    As(ty, tz) = A(row, k0 * 16 + tz);
-    Bs(ty, tz) = B(k0 * 16 + ty, col);
-    f.sync_threads("shared.dyn");
-    f.for_("k1", 16, [&](pb::Var k1) { acc[0] += As(ty, k1) * Bs(k1, tz); });
-    f.sync_threads("shared.dyn");
-  });
-  C(row, col) = acc[0];
-  return f.finish();
-}
-
 /// The same product on the CPU: rows in parallel, a register accumulator.
 pj::PrimFunc cpu_matmul() {
   pb::FunctionBuilder f("cpu_matmul");
@@ -150,7 +122,7 @@ int main() {
                 have_gpu ? "GPU found" : "no GPU here: the interpreter runs the GPU kernels");
     pj::Jit jit;
     pj::Kernel softmax = jit.kernel(primjit::examples::row_softmax(), {.target = device});
-    pj::Kernel matmul = jit.kernel(tiled_matmul(), {.target = device});
+    pj::Kernel matmul = jit.kernel(pj::examples::tiled_matmul(), {.target = device});
     pj::Kernel cpu = jit.kernel(cpu_matmul(), {.target = pj::Target::llvm()});
     std::mt19937 rng(42);
     std::vector<Row> rows;

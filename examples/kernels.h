@@ -31,6 +31,35 @@ inline PrimFunc vector_add_cuda() {
   return f.finish();
 }
 
+/// C = A @ B with A: M x K, B: K x N, all sizes symbolic (multiples of 16): 16 x 16 tiles
+/// staged through dynamic shared memory, one block per tile, one thread per output element
+/// (the JIT demo's matmul).
+inline PrimFunc tiled_matmul() {
+  pb::FunctionBuilder f("tiled_matmul");
+  pb::Var M = f.dim("M"), N = f.dim("N"), K = f.dim("K");
+  pb::BufferRef A = f.arg_buffer("A", {M, K}), B = f.arg_buffer("B", {K, N});
+  pb::BufferRef C = f.arg_buffer("C", {M, N});
+  f.target(Target::cuda());
+  pb::Var by = f.launch_thread("blockIdx.y", M / 16);
+  pb::Var bx = f.launch_thread("blockIdx.x", N / 16);
+  pb::Var tx = f.launch_thread("threadIdx.x", 256);
+  pb::BufferRef As = f.alloc_buffer("A_tile", {16, 16}, pb::f32, "shared.dyn");
+  pb::BufferRef Bs = f.alloc_buffer("B_tile", {16, 16}, pb::f32, "shared.dyn");
+  pb::BufferRef acc = f.alloc_buffer("acc", {1}, pb::f32, "local");
+  pb::Var ty = f.bind("ty", tx / 16), tz = f.bind("tz", tx % 16);
+  pb::Var row = f.bind("row", by * 16 + ty), col = f.bind("col", bx * 16 + tz);
+  acc[0] = 0.0;
+  f.for_("k0", K / 16, [&](pb::Var k0) {
+    As(ty, tz) = A(row, k0 * 16 + tz);
+    Bs(ty, tz) = B(k0 * 16 + ty, col);
+    f.sync_threads("shared.dyn");
+    f.for_("k1", 16, [&](pb::Var k1) { acc[0] += As(ty, k1) * Bs(k1, tz); });
+    f.sync_threads("shared.dyn");
+  });
+  C(row, col) = acc[0];
+  return f.finish();
+}
+
 /// Y = softmax(X) along rows of 256 elements: one block per row, one thread per element, a
 /// shared-memory tree reduction (with barriers) for the row maximum and the row sum.
 inline PrimFunc row_softmax() {

@@ -72,37 +72,8 @@ TEST(CudaOnCpu, TwoLaunchMatmulReluWithMergedSharedMemory) {
   EXPECT_EQ(expect_agrees(module_of(examples::matmul_relu(), "matmul_relu")), 2);
 }
 
-// examples/jit_demo.cc's tiled matmul (symbolic sizes, two shared.dyn tiles, a local
-// accumulator, barriers inside a loop), rebuilt here as the demo writes it.
-PrimFunc jit_demo_tiled_matmul() {
-  namespace pb = builder;
-  pb::FunctionBuilder f("tiled_matmul");
-  pb::Var M = f.dim("M"), N = f.dim("N"), K = f.dim("K");
-  pb::BufferRef A = f.arg_buffer("A", {M, K}), B = f.arg_buffer("B", {K, N});
-  pb::BufferRef C = f.arg_buffer("C", {M, N});
-  f.target(Target::cuda());
-  pb::Var by = f.launch_thread("blockIdx.y", M / 16);
-  pb::Var bx = f.launch_thread("blockIdx.x", N / 16);
-  pb::Var tx = f.launch_thread("threadIdx.x", 256);
-  pb::BufferRef As = f.alloc_buffer("A_tile", {16, 16}, pb::f32, "shared.dyn");
-  pb::BufferRef Bs = f.alloc_buffer("B_tile", {16, 16}, pb::f32, "shared.dyn");
-  pb::BufferRef acc = f.alloc_buffer("acc", {1}, pb::f32, "local");
-  pb::Var ty = f.bind("ty", tx / 16), tz = f.bind("tz", tx % 16);
-  pb::Var row = f.bind("row", by * 16 + ty), col = f.bind("col", bx * 16 + tz);
-  acc[0] = 0.0;
-  f.for_("k0", K / 16, [&](pb::Var k0) {
-    As(ty, tz) = A(row, k0 * 16 + tz);
-    Bs(ty, tz) = B(k0 * 16 + ty, col);
-    f.sync_threads("shared.dyn");
-    f.for_("k1", 16, [&](pb::Var k1) { acc[0] += As(ty, k1) * Bs(k1, tz); });
-    f.sync_threads("shared.dyn");
-  });
-  C(row, col) = acc[0];
-  return f.finish();
-}
-
 TEST(CudaOnCpu, JitDemoTiledMatmul) {
-  EXPECT_EQ(expect_agrees(module_of(jit_demo_tiled_matmul(), "tiled_matmul"),
+  EXPECT_EQ(expect_agrees(module_of(examples::tiled_matmul(), "tiled_matmul"),
                           {.dims = {{"M", 32}, {"N", 48}, {"K", 64}}}),
             1);
 }
