@@ -214,8 +214,7 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   // (neither read nor written).
   DumpConfig dumps = variant_dumps(k);
   if (dumps.any()) PRIMJIT_LOG_INFO << "kernel '" << k.name << "': dumping to " << dumps.dir;
-  std::string cache_key =
-      dumps.any() ? "" : persistent_key(k, variant->key, variant->cuda_device);
+  std::string cache_key = dumps.any() ? "" : persistent_key(k, variant->key, variant->cuda_device);
   DiskLoad disk =
       cache_key.empty() ? DiskLoad::kOff : load_from_disk(k, cache_key, *variant, &times);
   if (disk == DiskLoad::kLoaded) {
