@@ -131,9 +131,8 @@ class CudaKernel : public KernelHandle {
     auto* stream = static_cast<CUstream_st*>(call.stream);
     // The module's own context: a function launched on a context that did not load it fails.
     std::string error;
-    if (!driver_.try_make_current(loaded_.device, &error) ||
-        !driver_.try_launch(function_, grid, block, static_cast<unsigned>(dyn), args, stream,
-                            &error)) {
+    if (!driver_.try_launch_on(loaded_.device, function_, grid, block, static_cast<unsigned>(dyn),
+                               args, stream, &error)) {
       if (error.find("STREAM_CAPTURE") != std::string::npos) {
         error +=
             "; while a stream captures a CUDA graph, call the kernel on that stream "
@@ -375,9 +374,8 @@ void replay_launches(const LaunchRecording& recording, CUstream_st* stream) {
   std::string error;
   for (const RecordedLaunch& l : recording.launches) {
     CudaDriver& driver = *recording.driver;
-    bool ok = driver.try_make_current(l.device, &error) &&
-              driver.try_launch(l.function, l.grid, l.block, l.dynamic_shared,
-                                const_cast<void**>(l.args.data()), stream, &error);
+    bool ok = driver.try_launch_on(l.device, l.function, l.grid, l.block, l.dynamic_shared,
+                                   const_cast<void**>(l.args.data()), stream, &error);
     if (ok) {
       // As a call's launch does: asynchronous faults name the kernel launched last, and
       // CUDA_LAUNCH_BLOCKING=1 waits for it (not while the stream captures a graph).

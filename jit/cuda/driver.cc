@@ -445,6 +445,19 @@ bool CudaDriver::try_launch(CUfunc_st* function, Dim3 grid, Dim3 block,
       return false;
     }
   }
+  return launch_current(function, grid, block, dynamic_shared_bytes, args, stream, error);
+}
+
+bool CudaDriver::try_launch_on(int ordinal, CUfunc_st* function, Dim3 grid, Dim3 block,
+                               unsigned dynamic_shared_bytes, void** args, CUstream_st* stream,
+                               std::string* error) noexcept {
+  return try_make_current(ordinal, error) &&
+         launch_current(function, grid, block, dynamic_shared_bytes, args, stream, error);
+}
+
+bool CudaDriver::launch_current(CUfunc_st* function, Dim3 grid, Dim3 block,
+                                unsigned dynamic_shared_bytes, void** args, CUstream_st* stream,
+                                std::string* error) noexcept {
   CUresult result = api_->cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y,
                                          block.z, dynamic_shared_bytes, stream, args, nullptr);
   if (result == CUDA_SUCCESS) return true;

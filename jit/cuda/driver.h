@@ -109,6 +109,11 @@ class CudaDriver {
   /// driver's error in `error` on failure.
   bool try_launch(CUfunc_st* function, Dim3 grid, Dim3 block, unsigned dynamic_shared_bytes,
                   void** args, CUstream_st* stream, std::string* error) noexcept;
+  /// try_make_current(ordinal) then the launch, with one check of the current context (not
+  /// one in each): the launch path of a loaded kernel, which runs on its module's device.
+  bool try_launch_on(int ordinal, CUfunc_st* function, Dim3 grid, Dim3 block,
+                     unsigned dynamic_shared_bytes, void** args, CUstream_st* stream,
+                     std::string* error) noexcept;
   void synchronize();
   /// synchronize_stream() without exceptions, for the launch path (CUDA_LAUNCH_BLOCKING=1).
   bool try_synchronize_stream(CUstream_st* stream, std::string* error) noexcept;
@@ -126,6 +131,9 @@ class CudaDriver {
   struct Api;
   // Whether this thread's current context is still the one make_current set.
   bool still_current() const noexcept;
+  // cuLaunchKernel in the current context, which the caller has made this driver's.
+  bool launch_current(CUfunc_st* function, Dim3 grid, Dim3 block, unsigned dynamic_shared_bytes,
+                      void** args, CUstream_st* stream, std::string* error) noexcept;
   void ensure_current();
   explicit CudaDriver(std::unique_ptr<Api> api);
   std::unique_ptr<Api> api_;

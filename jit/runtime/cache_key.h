@@ -39,7 +39,12 @@ inline int64_t bucket_limit_of(const KernelOptions& o) {
 }
 
 /// Keys up to this many values are built on the stack (no allocation on a hit).
-inline constexpr size_t kInlineKey = 48;
+/// A kernel whose key can be longer takes the full checks on every call (Kernel::call's fast
+/// path needs the room). A tensor takes 3 + rank values (dtype, rank, dimensions, layout), the
+/// device ordinal one more: 128 holds 16 tensors of rank 4 ((3 + 4) * 16 + 1 = 113). (48 left
+/// bench_launch's 16 rank-1 CUDA tensors, 65 values with the layout and device entries, on the
+/// slow path.)
+inline constexpr size_t kInlineKey = 128;
 
 /// Shape variables per kernel checked on the stack (more are left to the packed API).
 inline constexpr int kMaxCheckedVars = 32;

@@ -136,6 +136,8 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
     state->fast.push_back(fp);
   }
   if (target->kind == "cuda") ++key_size;  // the device ordinal
+  static_assert((3 + 4) * 16 + 1 <= jit::kInlineKey,
+                "the cached-call path must take calls of 16 CUDA tensors of rank 4");
   state->fast_ok =
       key_size <= jit::kInlineKey && dims <= 64 && state->params.size() <= jit::kMaxFastParams;
   PRIMJIT_LOG_DEBUG << "kernel '" << name << "' for " << target.str();

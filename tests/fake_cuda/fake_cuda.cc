@@ -267,6 +267,7 @@ CUresult ctx_set_current(CUcontext context) {
 
 CUresult ctx_get_current(CUcontext* context) {
   FAKE_LOCK();
+  ++s.context_queries;
   *context = reinterpret_cast<CUcontext>(t_current);
   return CUDA_SUCCESS;
 }
@@ -636,6 +637,7 @@ __attribute__((visibility("default"))) void fake_cuda_reset(void) {
   std::lock_guard<std::mutex> lock(s.mutex);
   s.log.clear();
   s.launches = 0;
+  s.context_queries = 0;
   s.settings = s.environment;
 }
 
@@ -667,6 +669,7 @@ __attribute__((visibility("default"))) long fake_cuda_get(const char* key) {
   if (k == "modules") return static_cast<long>(s.modules.size());
   if (k == "allocations") return static_cast<long>(s.allocations.size());
   if (k == "launches") return s.launches;
+  if (k == "context_queries") return s.context_queries;
   if (k == "streams") return static_cast<long>(s.streams.size());
   if (k == "contexts") {
     long count = 0;

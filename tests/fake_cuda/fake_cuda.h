@@ -46,7 +46,8 @@ void fake_cuda_reset(void);
 int fake_cuda_set(const char* key, long value);
 
 /// Reads a counter: "modules" (loaded now), "allocations" (live now), "launches" (since reset),
-/// "contexts" (primary contexts retained now), "streams" (live now). -1 for an unknown key.
+/// "context_queries" (cuCtxGetCurrent calls since reset), "contexts" (primary contexts retained
+/// now), "streams" (live now). -1 for an unknown key.
 long fake_cuda_get(const char* key);
 
 #ifdef __cplusplus

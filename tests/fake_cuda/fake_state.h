@@ -87,6 +87,7 @@ struct State {
   std::set<Event*> events;
   int next_stream = 1;
   long launches = 0;
+  long context_queries = 0;  // cuCtxGetCurrent calls
   std::vector<std::string> log;
   std::string log_text;
 };

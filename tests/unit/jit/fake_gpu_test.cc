@@ -431,6 +431,24 @@ TEST_F(FakeGpu, ALaunchAfterOtherCodeSwitchedTheContextRunsInTheKernelsOwn) {
                                      "block=256,1,1 shared=0 static=0"});
 }
 
+// A cached call's launch, and a prepared call's, ask the driver for the current context once:
+// the check above (is the module's context still current?) without a second one in the launch.
+TEST_F(FakeGpu, ALaunchAsksTheDriverForTheCurrentContextOnce) {
+  Jit jit;
+  Kernel k = jit.kernel(examples::vector_add_cuda(), {.target = Target::cuda()});
+  Tensor a = vector(64, kGpu0), b = vector(64, kGpu0), c = vector(64, kGpu0);
+  k(a, b, c);  // compiles and loads
+  PreparedCall p = k.prepare(a, b, c);
+  fake_cuda_reset();
+  for (int i = 0; i < 4; ++i) k(a, b, c);
+  EXPECT_EQ(fake_cuda_get("launches"), 4);
+  EXPECT_EQ(fake_cuda_get("context_queries"), 4);
+  fake_cuda_reset();
+  for (int i = 0; i < 3; ++i) p.launch();
+  EXPECT_EQ(fake_cuda_get("launches"), 3);
+  EXPECT_EQ(fake_cuda_get("context_queries"), 3);
+}
+
 // A fault after a prepared launch names the prepared kernel, as after a call.
 TEST_F(FakeGpu, AFaultAfterAPreparedLaunchNamesItsKernel) {
   Jit jit;
