@@ -161,9 +161,9 @@ size_t span_bytes(const DLTensor& t, int64_t elem_bytes) {
 // kept, so a strided or offset parameter reads what the interpreter reads (a compact copy of
 // the first bytes would not).
 struct Staged {
-  pj::Tensor storage;  // the bytes `view` spans, on the device
+  pj::Tensor storage;  // `pad` bytes, then the bytes `view` spans, on the device
   DLTensor view{};
-  size_t bytes = 0;
+  size_t pad = 0, bytes = 0;
 };
 
 Staged stage(const DLTensor& host, DLDevice device, size_t i) {
@@ -178,14 +178,18 @@ Staged stage(const DLTensor& host, DLDevice device, size_t i) {
   }
   Staged s;
   s.bytes = span_bytes(host, elem_bytes);
-  pj::Tensor bytes = pj::Tensor::zeros({static_cast<int64_t>(std::max<size_t>(1, s.bytes))},
+  // The Jit checks data + byte_offset against the buffer's data_alignment (64 by default on
+  // cuda): the storage starts `pad` bytes in so that the first element is aligned, as an
+  // offset view of an aligned tensor would have it.
+  s.pad = (pj::kTensorAlignment - host.byte_offset % pj::kTensorAlignment) % pj::kTensorAlignment;
+  pj::Tensor bytes = pj::Tensor::zeros({static_cast<int64_t>(std::max<size_t>(1, s.pad + s.bytes))},
                                        pj::DataType::UInt(8));
-  if (s.bytes > 0) std::memcpy(bytes.data<uint8_t>(), host.data, s.bytes);
+  if (s.bytes > 0) std::memcpy(bytes.data<uint8_t>() + s.pad, host.data, s.bytes);
   s.storage = bytes.to(device);
   s.view = host;
   s.view.device = device;
   s.view.data = s.storage.dl()->data;
-  s.view.byte_offset = host.byte_offset + s.storage.dl()->byte_offset;
+  s.view.byte_offset = s.storage.dl()->byte_offset + s.pad + host.byte_offset;
   return s;
 }
 
@@ -233,7 +237,7 @@ std::optional<emu::Arg> call_through_jit(pj::Jit& jit, const pj::IRModule& modul
   for (size_t i = 0; i < args.size(); ++i) {
     if (!staged[i].storage.defined() || staged[i].bytes == 0) continue;
     pj::Tensor back = staged[i].storage.to({kDLCPU, 0});
-    std::memcpy(host[i].data, back.data<uint8_t>(), staged[i].bytes);
+    std::memcpy(host[i].data, back.data<uint8_t>() + staged[i].pad, staged[i].bytes);
   }
   std::optional<emu::Arg> result;
   if (r.type_index == kPJInt) result = emu::Arg(r.v_int64);
