@@ -8,6 +8,8 @@
 // are read, case by case. The GPU functions of each (callable functions whose target is cuda,
 // or that launch threads) run through the Jit twice: with target emu (the reference) and with
 // --target (default cuda; emu, the reference again, checks the tool itself without a GPU).
+// For --target the tensors are copied to the target's memory (emu: other host memory) and
+// back, views kept: strided and offset tensors keep their strides and byte offset.
 // Inputs and comparison are emu::check_backend's: random, all-zero and all-one inputs;
 // integers exactly, floats within docs/semantics.md's tolerances. One line per function that
 // differs or is skipped (per function with --verbose), then the totals:
@@ -142,72 +144,115 @@ std::vector<std::string> gpu_functions(const pj::IRModule& module) {
   return names;
 }
 
-// A backend that calls function `name` of `module` through the Jit with `target`; buffers
-// travel to and from the GPU for cuda.
-emu::Backend jit_backend(pj::Jit& jit, const pj::IRModule& module, const pj::Target& target) {
-  const bool on_gpu = target->kind == "cuda";
-  return emu::Backend{
-      target->kind,
-      [&jit, module, target, on_gpu](const std::string& name, std::span<const emu::Arg> args) {
-        pj::KernelOptions options;
-        options.target = target;
-        pj::Kernel kernel = jit.kernel(module, name, options);
-        std::vector<DLTensor> host(args.size());
-        std::vector<pj::Tensor> device(args.size());
-        std::vector<pj::Arg> call;
-        for (size_t i = 0; i < args.size(); ++i) {
-          const emu::Arg& a = args[i];
-          switch (a.kind()) {
-            case emu::Arg::Kind::kTensor: {
-              host[i] = *a.tensor();
-              host[i].device = DLDevice{kDLCPU, 0};
-              if (!on_gpu) {
-                call.emplace_back(&host[i]);
-                break;
-              }
-              pj::DataType dtype;
-              PRIMJIT_USER_CHECK(pj::DataType::from_dlpack(host[i].dtype.code, host[i].dtype.bits,
-                                                           host[i].dtype.lanes, &dtype))
-                  << "argument #" << i << " has a dtype a Tensor cannot hold";
-              std::vector<int64_t> shape(host[i].shape, host[i].shape + host[i].ndim);
-              pj::Tensor staged = pj::Tensor::zeros(shape, dtype);
-              int64_t bytes = std::max(1, host[i].dtype.bits / 8) * host[i].dtype.lanes;
-              for (int64_t d : shape) bytes *= d;
-              if (static_cast<size_t>(bytes) != staged.nbytes()) {
-                throw emu::UnsupportedError("argument #" + std::to_string(i) + " (" + dtype.str() +
-                                            ") is laid out differently in a Tensor");
-              }
-              std::memcpy(staged.data<uint8_t>(), host[i].data, staged.nbytes());
-              device[i] = staged.to({kDLCUDA, 0});
-              call.emplace_back(device[i]);
-              break;
-            }
-            case emu::Arg::Kind::kInt:
-              call.emplace_back(a.as_int());
-              break;
-            case emu::Arg::Kind::kFloat:
-              call.emplace_back(a.as_float());
-              break;
-            case emu::Arg::Kind::kBool:
-              call.emplace_back(a.as_bool());
-              break;
-            default:
-              throw emu::UnsupportedError("argument #" + std::to_string(i) + " (" + a.str() +
-                                          ") cannot be passed through the Jit");
-          }
+// Bytes from `t.data` that the view `t` spans: its byte offset, then up to its last element,
+// the gaps of a strided view included (emu::HostTensor's storage: one element per index).
+size_t span_bytes(const DLTensor& t, int64_t elem_bytes) {
+  int64_t last = 0;  // the last element's index from data + byte_offset
+  int64_t compact = 1;
+  for (int d = t.ndim; d-- > 0;) {
+    if (t.shape[d] == 0) return static_cast<size_t>(t.byte_offset);
+    last += (t.shape[d] - 1) * (t.strides != nullptr ? t.strides[d] : compact);
+    compact *= t.shape[d];
+  }
+  return static_cast<size_t>(t.byte_offset) + static_cast<size_t>((last + 1) * elem_bytes);
+}
+
+// A host tensor's storage copied to `device` with the same view on it: byte offset and strides
+// kept, so a strided or offset parameter reads what the interpreter reads (a compact copy of
+// the first bytes would not).
+struct Staged {
+  pj::Tensor storage;  // `pad` bytes, then the bytes `view` spans, on the device
+  DLTensor view{};
+  size_t pad = 0, bytes = 0;
+};
+
+Staged stage(const DLTensor& host, DLDevice device, size_t i) {
+  pj::DataType dtype;
+  PRIMJIT_USER_CHECK(
+      pj::DataType::from_dlpack(host.dtype.code, host.dtype.bits, host.dtype.lanes, &dtype))
+      << "argument #" << i << " has a dtype a Tensor cannot hold";
+  const int64_t elem_bytes = std::max(1, host.dtype.bits / 8) * host.dtype.lanes;
+  if (static_cast<int64_t>(pj::Tensor::zeros({2}, dtype).nbytes()) != 2 * elem_bytes) {
+    throw emu::UnsupportedError("argument #" + std::to_string(i) + " (" + dtype.str() +
+                                ") is laid out differently in a Tensor");
+  }
+  Staged s;
+  s.bytes = span_bytes(host, elem_bytes);
+  // The Jit checks data + byte_offset against the buffer's data_alignment (64 by default on
+  // cuda): the storage starts `pad` bytes in so that the first element is aligned, as an
+  // offset view of an aligned tensor would have it.
+  s.pad = (pj::kTensorAlignment - host.byte_offset % pj::kTensorAlignment) % pj::kTensorAlignment;
+  pj::Tensor bytes = pj::Tensor::zeros({static_cast<int64_t>(std::max<size_t>(1, s.pad + s.bytes))},
+                                       pj::DataType::UInt(8));
+  if (s.bytes > 0) std::memcpy(bytes.data<uint8_t>() + s.pad, host.data, s.bytes);
+  s.storage = bytes.to(device);
+  s.view = host;
+  s.view.device = device;
+  s.view.data = s.storage.dl()->data;
+  s.view.byte_offset = s.storage.dl()->byte_offset + s.pad + host.byte_offset;
+  return s;
+}
+
+// Calls function `name` of `module` through the Jit with `target`. With `stage_tensors` the
+// tensors travel to the target's device and back (for emu: to other host memory, so that
+// --target=emu checks this staging too); without, the Jit gets the inputs' own tensors.
+std::optional<emu::Arg> call_through_jit(pj::Jit& jit, const pj::IRModule& module,
+                                         const pj::Target& target, bool stage_tensors,
+                                         const std::string& name, std::span<const emu::Arg> args) {
+  const DLDevice device = target->kind == "cuda" ? DLDevice{kDLCUDA, 0} : DLDevice{kDLCPU, 0};
+  pj::KernelOptions options;
+  options.target = target;
+  pj::Kernel kernel = jit.kernel(module, name, options);
+  std::vector<DLTensor> host(args.size());
+  std::vector<Staged> staged(args.size());
+  std::vector<pj::Arg> call;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const emu::Arg& a = args[i];
+    switch (a.kind()) {
+      case emu::Arg::Kind::kTensor:
+        host[i] = *a.tensor();
+        host[i].device = DLDevice{kDLCPU, 0};
+        if (!stage_tensors) {
+          call.emplace_back(&host[i]);
+          break;
         }
-        PJValue r = kernel.call(call);
-        for (size_t i = 0; i < args.size(); ++i) {
-          if (!device[i].defined()) continue;
-          pj::Tensor back = device[i].to({kDLCPU, 0});
-          std::memcpy(host[i].data, back.data<uint8_t>(), back.nbytes());
-        }
-        std::optional<emu::Arg> result;
-        if (r.type_index == kPJInt) result = emu::Arg(r.v_int64);
-        if (r.type_index == kPJBool) result = emu::Arg(r.v_int64 != 0);
-        if (r.type_index == kPJFloat) result = emu::Arg(r.v_float64);
-        return result;
-      }};
+        staged[i] = stage(host[i], device, i);
+        call.emplace_back(&staged[i].view);
+        break;
+      case emu::Arg::Kind::kInt:
+        call.emplace_back(a.as_int());
+        break;
+      case emu::Arg::Kind::kFloat:
+        call.emplace_back(a.as_float());
+        break;
+      case emu::Arg::Kind::kBool:
+        call.emplace_back(a.as_bool());
+        break;
+      default:
+        throw emu::UnsupportedError("argument #" + std::to_string(i) + " (" + a.str() +
+                                    ") cannot be passed through the Jit");
+    }
+  }
+  PJValue r = kernel.call(call);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!staged[i].storage.defined() || staged[i].bytes == 0) continue;
+    pj::Tensor back = staged[i].storage.to({kDLCPU, 0});
+    std::memcpy(host[i].data, back.data<uint8_t>() + staged[i].pad, staged[i].bytes);
+  }
+  std::optional<emu::Arg> result;
+  if (r.type_index == kPJInt) result = emu::Arg(r.v_int64);
+  if (r.type_index == kPJBool) result = emu::Arg(r.v_int64 != 0);
+  if (r.type_index == kPJFloat) result = emu::Arg(r.v_float64);
+  return result;
+}
+
+emu::Backend jit_backend(pj::Jit& jit, const pj::IRModule& module, const pj::Target& target,
+                         bool stage_tensors) {
+  auto run = [&jit, module, target, stage_tensors](const std::string& name,
+                                                   std::span<const emu::Arg> args) {
+    return call_through_jit(jit, module, target, stage_tensors, name, args);
+  };
+  return emu::Backend{target->kind, run};
 }
 
 struct Totals {
@@ -221,8 +266,8 @@ void check_case(pj::Jit& jit, const pj::IRModule& module, const std::string& whe
   if (options.functions.empty()) return;
   const pj::Target target = o.target == "cuda" ? pj::Jit::default_target() : pj::Target::emu();
   emu::DifferentialReport report =
-      emu::check_backend(module, jit_backend(jit, module, pj::Target::emu()),
-                         jit_backend(jit, module, target), options);
+      emu::check_backend(module, jit_backend(jit, module, pj::Target::emu(), false),
+                         jit_backend(jit, module, target, true), options);
   for (const emu::FunctionOutcome& f : report.functions) {
     ++totals->kernels;
     const char* verdict = "compared";

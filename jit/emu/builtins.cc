@@ -412,7 +412,9 @@ class AddressOfNode : public CExpr {
   std::vector<CExprPtr> indices_;
 };
 
-class CopyNode : public CExpr {  // ptx_cp_async: a copy of `bytes` bytes
+// ptx_cp_async: a copy of `bytes` bytes, made at once; its destination stays pending (no access
+// may touch it) until the thread waits for it (AsyncGroupNode).
+class CopyNode : public CExpr {
  public:
   CopyNode(DataType dtype, std::vector<CExprPtr> args, int64_t dst_unit, int64_t src_unit)
       : CExpr(dtype), args_(std::move(args)), dst_unit_(dst_unit), src_unit_(src_unit) {}
@@ -426,12 +428,30 @@ class CopyNode : public CExpr {  // ptx_cp_async: a copy of `bytes` bytes
         check_access(ex, src, src_off, bytes, false, AccessDesc{"T.ptx_cp_async read"});
     uint8_t* to = check_access(ex, dst, dst_off, bytes, true, AccessDesc{"T.ptx_cp_async write"});
     std::memmove(to, from, static_cast<size_t>(bytes));
+    record_async_copy(ex, dst, dst_off, bytes);
     return Scalar();
   }
 
  private:
   std::vector<CExprPtr> args_;
   int64_t dst_unit_, src_unit_;
+};
+
+// ptx_commit_group, ptx_wait_group(n): the ends of the copies' pending time (see CopyNode).
+class AsyncGroupNode : public CExpr {
+ public:
+  AsyncGroupNode(DataType dtype, CExprPtr wait_n) : CExpr(dtype), wait_n_(std::move(wait_n)) {}
+  Scalar eval(Exec& ex) const override {
+    if (wait_n_ == nullptr) {
+      commit_async_copies(ex);
+    } else {
+      wait_async_copies(ex, wait_n_->eval(ex).i);
+    }
+    return Scalar();
+  }
+
+ private:
+  CExprPtr wait_n_;  // null: commit
 };
 
 std::string string_arg(const Call* op, size_t i, const char* what) {
@@ -501,9 +521,8 @@ CExprPtr Compiler::call(const Call* op) {
     return std::make_unique<CopyNode>(t, std::move(args), pointee_bytes(op->args[0]),
                                       pointee_bytes(op->args[2]));
   }
-  if (name == "ptx_commit_group" || name == "ptx_wait_group") {
-    return make_const_node(t, Scalar());  // copies complete immediately
-  }
+  if (name == "ptx_commit_group") return std::make_unique<AsyncGroupNode>(t, nullptr);
+  if (name == "ptx_wait_group") return std::make_unique<AsyncGroupNode>(t, expr(op->args[0]));
   if (name == "call_extern" || name == "call_pure_extern") {
     std::string fn = string_arg(op, 0, name.c_str());
     compile_args(1);

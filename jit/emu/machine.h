@@ -152,6 +152,16 @@ class Block {
     ++epoch;
   }
   FiberScheduler* scheduler = nullptr;  // when the threads run as fibers (launch.cc)
+  /// T.ptx_cp_async copies (checked mode) that the issuing thread has not waited for: the
+  /// interpreter copies at once, but on a GPU the bytes land at some point before the wait, so
+  /// no access may touch the destination meanwhile (see check_access).
+  struct AsyncCopy {
+    const Allocation* alloc;
+    int64_t start, bytes, thread;
+    int64_t group;  // the thread's commit that closed its group, 0 while not committed
+  };
+  std::vector<AsyncCopy> async_copies;
+  std::map<int64_t, int64_t> async_commits;  // thread -> groups it committed
 };
 
 class Exec {
@@ -258,6 +268,11 @@ struct AccessDesc {
 /// Checked memory access: the host address of [ptr + offset, + bytes).
 uint8_t* check_access(Exec& ex, const Scalar& ptr, int64_t offset, int64_t bytes, bool is_write,
                       const AccessDesc& what);
+/// T.ptx_cp_async's destination [ptr + offset, + bytes), copied already: pending until the
+/// thread waits for it (T.ptx_commit_group, T.ptx_wait_group(n)); no-ops unchecked.
+void record_async_copy(Exec& ex, const Scalar& ptr, int64_t offset, int64_t bytes);
+void commit_async_copies(Exec& ex);
+void wait_async_copies(Exec& ex, int64_t n);
 /// The allocation a pointer points into (hint, else registry), or nullptr.
 Allocation* allocation_of(Exec& ex, const Scalar& ptr);
 

@@ -1,6 +1,7 @@
 // Allocations, the address registry and the checked memory access.
 #include "jit/emu/memory.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -192,7 +193,56 @@ PRIMJIT_EMU_COLD void uninitialized_read(Exec& ex, const Allocation& a, int64_t 
   PRIMJIT_USER_ERROR() << os.str() << ex.where();
 }
 
+[[noreturn]] PRIMJIT_EMU_COLD void async_copy_race(Exec& ex, const Allocation& a,
+                                                   const Block::AsyncCopy& c, int64_t start,
+                                                   bool is_write, const AccessDesc& what) {
+  PRIMJIT_USER_ERROR() << "asynchronous copy race: " << what.str() << " "
+                       << (is_write ? "writes" : "reads") << " byte " << start << " of "
+                       << alloc_text(a) << ", the destination of a T.ptx_cp_async of thread "
+                       << ex.block->thread_coords(c.thread)
+                       << " that has not been waited for (its bytes land at some time before "
+                          "the wait); wait first: T.ptx_commit_group() then T.ptx_wait_group(0) "
+                          "in the copying thread (and a barrier when other threads read)"
+                       << ex.where();
+}
+
+// Throws when [start, start + bytes) of `a` overlaps a copy not waited for.
+void check_async_copies(Exec& ex, const Allocation& a, int64_t start, int64_t bytes, bool is_write,
+                        const AccessDesc& what) {
+  for (const Block::AsyncCopy& c : ex.block->async_copies) {
+    if (c.alloc == &a && start < c.start + c.bytes && c.start < start + bytes) {
+      async_copy_race(ex, a, c, std::max(start, c.start), is_write, what);
+    }
+  }
+}
+
 }  // namespace
+
+void record_async_copy(Exec& ex, const Scalar& ptr, int64_t offset, int64_t bytes) {
+  if (!ex.checked() || ex.block == nullptr) return;
+  const Allocation* a = allocation_of(ex, ptr);
+  if (a == nullptr) return;
+  const int64_t start = static_cast<int64_t>(ptr.u + static_cast<uint64_t>(offset) -
+                                             reinterpret_cast<uint64_t>(a->base));
+  ex.block->async_copies.push_back(Block::AsyncCopy{a, start, bytes, ex.thread, 0});
+}
+
+void commit_async_copies(Exec& ex) {
+  if (!ex.checked() || ex.block == nullptr) return;
+  const int64_t group = ++ex.block->async_commits[ex.thread];
+  for (Block::AsyncCopy& c : ex.block->async_copies) {
+    if (c.thread == ex.thread && c.group == 0) c.group = group;
+  }
+}
+
+void wait_async_copies(Exec& ex, int64_t n) {
+  if (!ex.checked() || ex.block == nullptr) return;
+  // Done: the thread's committed groups but the newest n (copies not committed stay pending).
+  const int64_t done = ex.block->async_commits[ex.thread] - n;
+  std::erase_if(ex.block->async_copies, [&](const Block::AsyncCopy& c) {
+    return c.thread == ex.thread && c.group != 0 && c.group <= done;
+  });
+}
 
 uint8_t* check_access(Exec& ex, const Scalar& ptr, int64_t offset, int64_t bytes, bool is_write,
                       const AccessDesc& what) {
@@ -221,6 +271,9 @@ uint8_t* check_access(Exec& ex, const Scalar& ptr, int64_t offset, int64_t bytes
     }
   }
   if (shared) track_race(ex, *a, start, bytes, is_write, what);
+  if (ex.block != nullptr && !ex.block->async_copies.empty()) {
+    check_async_copies(ex, *a, start, bytes, is_write, what);
+  }
   return reinterpret_cast<uint8_t*>(address);
 }
 

@@ -116,6 +116,59 @@ TEST(EmuChecks, BarrierRemovesTheRace) {
             "");
 }
 
+// T.ptx_cp_async's bytes land at some time before the copying thread's wait: an access to them
+// earlier sees whatever the shared memory held (on a GPU: a previous kernel's data).
+TEST(EmuChecks, AccessBeforeTheAsyncCopyIsWaitedForIsARace) {
+  std::string e = run_error(kernel(R"(
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    T.ptx_cp_async(S.data, tx, X.data, tx, 4)
+    Y[tx] = S[tx]
+)"));
+  EXPECT_HAS(e,
+             "asynchronous copy race: load of buffer 'S' element 0 reads byte 0 of allocation "
+             "'S' (shared, 512 bytes), the destination of a T.ptx_cp_async of thread (0, 0, 0) "
+             "that has not been waited for");
+  EXPECT_HAS(e, "T.ptx_commit_group() then T.ptx_wait_group(0)");
+  EXPECT_HAS(e, "in `Y[tx] = S[tx]`");
+  // The wait leaves the newest committed group pending.
+  EXPECT_HAS(run_error(kernel(R"(
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    T.ptx_cp_async(S.data, tx, X.data, tx, 4)
+    T.ptx_commit_group()
+    T.ptx_wait_group(1)
+    Y[tx] = S[tx]
+)")),
+             "asynchronous copy race");
+  // A wait covers committed groups only.
+  EXPECT_HAS(run_error(kernel(R"(
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    T.ptx_cp_async(S.data, tx, X.data, tx, 4)
+    T.ptx_wait_group(0)
+    S[tx] = T.float32(1)
+)")),
+             "asynchronous copy race: store of buffer 'S' element 0 writes byte 0");
+}
+
+TEST(EmuChecks, WaitedForAsyncCopiesAreNoRace) {
+  EXPECT_EQ(run_error(kernel(R"(
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    S2 = T.alloc_buffer((128,), "float32", scope="shared")
+    T.ptx_cp_async(S.data, tx, X.data, tx, 4)
+    T.ptx_commit_group()
+    T.ptx_cp_async(S2.data, tx, X.data, tx, 4)
+    T.ptx_commit_group()
+    T.ptx_wait_group(1)
+    Y[tx] = S[tx]
+    T.ptx_wait_group(0)
+    Y[tx] = Y[tx] + S2[tx]
+)")),
+            "");
+}
+
 constexpr const char* kMergedLayout = R"(
     tx = T.launch_thread("threadIdx.x", 128)
     buf_dyn_shmem = T.alloc_buffer((BYTES,), "uint8", scope="shared.dyn")
