@@ -29,6 +29,9 @@ inline constexpr const char* kEnvironmentHelp =
     "  PRIMJIT_CACHE_REMOTE=redis://host:port[/db]  a shared remote cache tier\n"
     "  PRIMJIT_CACHE_KEY_FILE=FILE  the team key that signs and checks remote entries\n"
     "  CUDA_HOME=DIR          the CUDA toolkit's headers for NVRTC (default: the build's)\n"
+    "  CUDA_LAUNCH_BLOCKING=1 wait for each kernel launch: faults are reported at their launch\n"
+    "  PRIMJIT_CUDA_DRIVER_LIBRARY=FILE  the CUDA driver library to load instead of\n"
+    "                         libcuda.so.1 (tests use a fake driver this way)\n"
     "  TMPDIR=DIR             where the default dump directory is made (default /tmp)\n";
 
 template <typename Main>

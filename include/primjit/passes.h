@@ -100,7 +100,7 @@ struct RunOptions {
   /// Print the module after every pass to `print_stream` (stderr when null).
   bool print_after_all = false;
   std::ostream* print_stream = nullptr;
-  /// Write the module before the first and after every pass as DIR/NN_<pass>.tir. Empty means
+  /// Write the module before the first and after every pass as `DIR/NN_<pass>.tir`. Empty means
   /// the directory of PRIMJIT_DUMP=ir (or PRIMJIT_DUMP_IR) when set, else no dump.
   std::string dump_dir;
   /// When set, receives the wall time of every pass, in order.
