@@ -24,6 +24,7 @@
 #include "jit/runtime/host_program.h"
 #include "primjit/ir/text.h"
 #include "primjit/passes.h"
+#include "tests/many_params.h"
 
 namespace {
 
@@ -73,19 +74,7 @@ void BM_NvrtcCompileVectorAdd(benchmark::State& state) {
 }
 BENCHMARK(BM_NvrtcCompileVectorAdd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
-// f(a0, ..., a<n-1>): n float32 vectors of one length, A0[i] = A<n-1>[i] + 1.
-std::string many_params(int64_t n) {
-  std::string params, buffers;
-  for (int64_t k = 0; k < n; ++k) {
-    std::string i = std::to_string(k);
-    params += (k ? ", a" : "a") + i + ": T.handle";
-    buffers += "    A" + i + " = T.match_buffer(a" + i + ", (m,), \"float32\")\n";
-  }
-  return "@T.prim_func\ndef f(" + params +
-         "):\n    T.func_attr({\"target\": T.target(\"llvm\")})\n    m = T.int64()\n" + buffers +
-         "    for i in range(m):\n        A0[i] = A" + std::to_string(n - 1) +
-         "[i] + T.float32(1)\n";
-}
+using primjit::test::many_params;
 
 void BM_ManyParams(benchmark::State& state) {
   primjit::jit::OrcEngine engine;

@@ -53,3 +53,19 @@ long fake_cuda_get(const char* key);
 #ifdef __cplusplus
 }
 #endif
+
+#ifdef __cplusplus
+#include <sstream>
+#include <string>
+#include <vector>
+
+/// The lines of fake_cuda_log() that start with `prefix` (all lines for "").
+inline std::vector<std::string> fake_cuda_log_lines(const std::string& prefix) {
+  std::vector<std::string> lines;
+  std::istringstream in(fake_cuda_log());
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(prefix, 0) == 0) lines.push_back(line);
+  }
+  return lines;
+}
+#endif

@@ -23,6 +23,7 @@
 #include "primjit/jit.h"
 #include "primjit/log.h"
 #include "primjit/tensor.h"
+#include "tests/unit/jit/jit_test_util.h"
 
 extern char** environ;  // NOLINT: for posix_spawn
 
@@ -140,28 +141,9 @@ inline JitOptions on_disk(const std::string& dir) {
 }
 
 // Collects warnings while alive.
-class Warnings {
+class Warnings : public LogLines {
  public:
-  Warnings() : saved_(log_level()) {
-    set_log_level(LogLevel::kWarning);
-    set_log_sink([this](LogLevel level, std::string_view text) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (level == LogLevel::kWarning) lines_.emplace_back(text);
-    });
-  }
-  ~Warnings() {
-    set_log_sink({});
-    set_log_level(saved_);
-  }
-  std::vector<std::string> lines() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return lines_;
-  }
-
- private:
-  LogLevel saved_;
-  std::mutex mutex_;
-  std::vector<std::string> lines_;
+  Warnings() : LogLines(LogLevel::kWarning) {}
 };
 
 struct ChildStats {

@@ -18,6 +18,7 @@
 #include "primjit/tensor.h"
 #include "tests/fake_cuda/fake_cuda.h"
 #include "tests/unit/jit/cuda_graph_api.h"
+#include "tests/unit/test_util.h"
 
 namespace primjit {
 namespace {
@@ -27,24 +28,10 @@ constexpr DLDevice kCpu{kDLCPU, 0};
 
 // The fake's log lines that start with `prefix`.
 std::vector<std::string> log_lines(const std::string& prefix) {
-  std::vector<std::string> lines;
-  std::istringstream in(fake_cuda_log());
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(prefix, 0) == 0) lines.push_back(line);
-  }
-  return lines;
+  return fake_cuda_log_lines(prefix);
 }
 
-// The message of the primjit::Error `f` throws ("" when it throws none).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 const test::CudaGraphApi& api() { return test::CudaGraphApi::get(); }
 

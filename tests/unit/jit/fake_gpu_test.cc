@@ -30,12 +30,7 @@ constexpr DLDevice kGpu1{kDLCUDA, 1};  // the fake's second device, sm_80
 
 // The fake's log lines that start with `prefix`.
 std::vector<std::string> log_lines(const std::string& prefix) {
-  std::vector<std::string> lines;
-  std::istringstream in(fake_cuda_log());
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(prefix, 0) == 0) lines.push_back(line);
-  }
-  return lines;
+  return fake_cuda_log_lines(prefix);
 }
 
 class FakeGpu : public testing::Test {

@@ -14,6 +14,7 @@
 #include "primjit/dlpack.h"
 #include "primjit/ir/text.h"
 #include "primjit/passes.h"
+#include "tests/many_params.h"
 #include "tests/unit/test_util.h"
 
 namespace primjit::jit {
@@ -23,19 +24,7 @@ IRModule lower(const std::string& text) {
   return passes::run_passes(parse(text), passes::default_pipeline(), {});
 }
 
-// f(A0, ..., A<n-1>) over float32 vectors of one length: A0[i] = A<n-1>[i] + 1.
-std::string many_params(int n) {
-  std::string params, buffers;
-  for (int k = 0; k < n; ++k) {
-    std::string i = std::to_string(k);
-    params += (k ? ", a" : "a") + i + ": T.handle";
-    buffers += "    A" + i + " = T.match_buffer(a" + i + ", (m,), \"float32\")\n";
-  }
-  return "@T.prim_func\ndef f(" + params +
-         "):\n    T.func_attr({\"target\": T.target(\"llvm\")})\n    m = T.int64()\n" + buffers +
-         "    for i in range(m):\n        A0[i] = A" + std::to_string(n - 1) +
-         "[i] + T.float32(1)\n";
-}
+using test::many_params;
 
 size_t llvm_text_size(int params) {
   return to_llvm_text(codegen_llvm(passes::lower_for_host(lower(many_params(params))))).size();

@@ -5,12 +5,16 @@
 
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <numeric>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "jit/cuda/driver.h"
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
+#include "primjit/log.h"
 #include "primjit/tensor.h"
 
 namespace primjit::test {
@@ -71,5 +75,30 @@ inline bool have_gpu() { return gpu_driver() != nullptr; }
 
 inline constexpr DLDevice kGpu{kDLCUDA, 0};
 inline constexpr DLDevice kCpu{kDLCPU, 0};
+
+// Collects the lines of one level while alive (and sets the level to it).
+class LogLines {
+ public:
+  explicit LogLines(LogLevel level) : saved_(log_level()) {
+    set_log_level(level);
+    set_log_sink([this, level](LogLevel l, std::string_view text) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (l == level) lines_.emplace_back(text);
+    });
+  }
+  ~LogLines() {
+    set_log_sink({});
+    set_log_level(saved_);
+  }
+  std::vector<std::string> lines() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return lines_;
+  }
+
+ private:
+  LogLevel saved_;
+  std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
 
 }  // namespace primjit::test

@@ -27,34 +27,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using test::LogLines;
 using test::Pair;
 using test::scale_function;
 using test::TempDir;
-
-// Collects the lines of one level while alive (and sets the level to it).
-class LogLines {
- public:
-  explicit LogLines(LogLevel level) : saved_(log_level()) {
-    set_log_level(level);
-    set_log_sink([this, level](LogLevel l, std::string_view text) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (l == level) lines_.emplace_back(text);
-    });
-  }
-  ~LogLines() {
-    set_log_sink({});
-    set_log_level(saved_);
-  }
-  std::vector<std::string> lines() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return lines_;
-  }
-
- private:
-  LogLevel saved_;
-  std::mutex mutex_;
-  std::vector<std::string> lines_;
-};
 
 // Sets environment variables while alive.
 class Env {
