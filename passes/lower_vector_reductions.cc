@@ -78,11 +78,42 @@ UseCollector uses_of(const Expr& e) {
   return c;
 }
 
-// The data pointers of the buffers the function allocates.
+// The data pointers of the buffers the function allocates and reaches only through their own
+// loads and stores: a pointer that escapes (a view or Bind over it, an address taken with
+// T.address_of / T.tvm_access_ptr, a pointer passed to a call) may be read under another name,
+// which the match's check of the body's reads would not see.
 class AllocCollector : public StmtExprVisitor {
  public:
-  std::set<const VarNode*> allocated;
-  void visit(const AllocBuffer* op) override { allocated.insert(op->buffer->data.get()); }
+  std::set<const VarNode*> private_allocations() const {
+    std::set<const VarNode*> out;
+    for (const VarNode* v : allocated_) {
+      if (!escaped_.count(v)) out.insert(v);
+    }
+    return out;
+  }
+
+  void visit(const AllocBuffer* op) override {
+    allocated_.insert(op->buffer->data.get());
+    for (const Expr& e : op->buffer->shape) visit_expr(e);
+  }
+  // Loads and stores name the pointer through their buffer; any other mention is an escape.
+  void visit(const VarNode* op) override { escaped_.insert(op); }
+  void visit(const Call* op) override {
+    const bool takes_addresses = !op->op.defined() || op->op->op_kind == OpKind::kPointer ||
+                                 op->op->op_kind == OpKind::kSync ||
+                                 op->op->op_kind == OpKind::kCall ||
+                                 op->op->op_kind == OpKind::kRuntime;
+    if (takes_addresses) {
+      for (const Expr& a : op->args) {
+        if (const auto* load = a.as<BufferLoad>()) escaped_.insert(load->buffer->data.get());
+      }
+    }
+    StmtExprVisitor::visit(op);
+  }
+
+ private:
+  std::set<const VarNode*> allocated_;
+  std::set<const VarNode*> escaped_;
 };
 
 // op's identity in `t`: combining it with any x gives x, bit for bit.
@@ -280,8 +311,10 @@ Pass make_lower_vector_reductions_pass() {
                        [](const PrimFunc& func) {
                          AllocCollector allocs;
                          allocs.visit_stmt(func->body);
-                         if (allocs.allocated.empty()) return func;
-                         Stmt body = ReductionLowering(allocs.allocated).mutate_stmt(func->body);
+                         std::set<const VarNode*> allocated = allocs.private_allocations();
+                         if (allocated.empty()) return func;
+                         Stmt body =
+                             ReductionLowering(std::move(allocated)).mutate_stmt(func->body);
                          return body.same_as(func->body) ? func : func.with_body(body);
                        });
 }
