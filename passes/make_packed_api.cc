@@ -408,21 +408,15 @@ class ArgumentDecoder {
       const int64_t bytes = std::max(1, (buffer->dtype.bits() * buffer->dtype.lanes() + 7) / 8);
       Expr offset64 = Cast::make(DataType::Int(64), offset);
       init_.push_back(
-          AssertStmt::make(EQ::make(FloorMod::make(offset64, i64(bytes)), i64(0)),
+          AssertStmt::make(And::make(GE::make(offset64, i64(0)),
+                                     EQ::make(FloorMod::make(offset64, i64(bytes)), i64(0))),
                            msg("Misaligned " + name + ".byte_offset",
                                "a multiple of " + std::to_string(bytes) + " (the size of a " +
-                                   buffer->dtype.str() + " element)",
+                                   buffer->dtype.str() + " element) below 2^63",
                                ", got {}", {offset})));
-      Expr elements = FloorDiv::make(offset64, i64(bytes));
-      if (const auto* v = elem_offset.as<VarNode>(); v != nullptr && !defined_.count(v)) {
-        define(Var(v), elements, name + ".elem_offset");
-      } else {
-        defer([this, i, name, elem_offset, elements] {
-          return AssertStmt::make(EQ::make(elements, Cast::make(DataType::Int(64), elem_offset)),
-                                  message("Mismatched " + name + ".elem_offset", i,
-                                          top_text(elem_offset, defined_), ", got {}", {elements}));
-        });
-      }
+      // Bound like a dimension: a new variable narrower than int64 must hold the count (2^31
+      // elements is no int32 offset), a defined one or an expression must match it.
+      bind_dim(i, name + ".elem_offset", elem_offset, FloorDiv::make(offset64, i64(bytes)));
     }
     // device
     Expr dev_type = struct_get(DataType::Int(32), handle, 0, kPJTensorDeviceType);
