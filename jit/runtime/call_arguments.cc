@@ -35,7 +35,39 @@ void check_layout(const Kernel::State& k, size_t i, const DLTensor& t, const std
   PRIMJIT_USER_CHECK(t.byte_offset % static_cast<uint64_t>(element) == 0)
       << where << ": byte_offset " << t.byte_offset << " is not a whole number of " << element
       << "-byte elements (" << layout() << "); pass a view that starts at an element";
-  if (p.declared_layout) return;  // the compiled code checks the buffer's own strides
+  // Whatever the buffer declares, the compiled code needs elements in increasing order.
+  for (int d = 0; d < t.ndim && strided; ++d) {
+    if (t.shape[d] <= 1) continue;
+    PRIMJIT_USER_CHECK(t.strides[d] >= 0)
+        << where << ": stride " << t.strides[d] << " of dimension " << d << " is negative ("
+        << layout()
+        << "); negative strides are not supported: pass a copy with positive "
+           "strides (e.g. numpy.ascontiguousarray)";
+  }
+  // A written tensor whose elements share memory (a broadcast, stride 0, or overlapping
+  // dimensions) would make the compiled code's stores race or read stale values. Accepted when
+  // the dimensions nest: each stride, smallest first, passes the span of the smaller ones.
+  if (strided && k.memory.written[i]) {
+    std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, extent) of extents above 1
+    for (int d = 0; d < t.ndim; ++d) {
+      if (t.shape[d] > 1) dims.emplace_back(t.strides[d], t.shape[d]);
+    }
+    std::sort(dims.begin(), dims.end());
+    int64_t span = 0;  // of the dimensions so far: the largest element offset they reach
+    for (const auto& [stride, extent] : dims) {
+      PRIMJIT_USER_CHECK(stride > span)
+          << where << ": its strides make different elements share memory (" << layout()
+          << "), and '" << k.name << "' writes " << p.name
+          << "; pass a tensor whose elements are distinct (not a broadcast or expanded view), "
+             "e.g. a contiguous copy";
+      int64_t reach = 0;
+      PRIMJIT_USER_CHECK(!__builtin_mul_overflow(extent - 1, stride, &reach) &&
+                         !__builtin_add_overflow(span, reach, &span))
+          << where << ": its elements lie beyond 2^63 elements past its data pointer (" << layout()
+          << ")";
+    }
+  }
+  if (p.declared_layout) return;  // the compiled code checks the index range itself
   // The largest element offset must fit in the index dtype (the shapes' dtype).
   int64_t last = static_cast<int64_t>(t.byte_offset) / element;
   bool fits = true;
@@ -48,11 +80,6 @@ void check_layout(const Kernel::State& k, size_t i, const DLTensor& t, const std
   }
   for (int d = 0; d < t.ndim && strided; ++d) {
     if (t.shape[d] <= 1) continue;
-    PRIMJIT_USER_CHECK(t.strides[d] >= 0)
-        << where << ": stride " << t.strides[d] << " of dimension " << d << " is negative ("
-        << layout()
-        << "); negative strides are not supported: pass a copy with positive "
-           "strides (e.g. numpy.ascontiguousarray)";
     int64_t span = 0;
     fits = fits && !__builtin_mul_overflow(t.shape[d] - 1, t.strides[d], &span) &&
            !__builtin_add_overflow(last, span, &last);
@@ -63,24 +90,6 @@ void check_layout(const Kernel::State& k, size_t i, const DLTensor& t, const std
       << " elements past its data pointer (" << layout() << "), more than the index dtype " << index
       << " of " << p.name << "'s shape holds; declare the shape as " << DataType::Int(64)
       << " (e.g. n = T.int64())";
-  // A written tensor whose elements share memory (a broadcast, stride 0, or overlapping
-  // dimensions) would make the compiled code's stores race or read stale values. Accepted when
-  // the dimensions nest: each stride, smallest first, passes the span of the smaller ones.
-  if (!strided || !k.memory.written[i]) return;
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, extent) of extents above 1
-  for (int d = 0; d < t.ndim; ++d) {
-    if (t.shape[d] > 1) dims.emplace_back(t.strides[d], t.shape[d]);
-  }
-  std::sort(dims.begin(), dims.end());
-  int64_t span = 0;  // of the dimensions so far: the largest element offset they reach
-  for (const auto& [stride, extent] : dims) {
-    PRIMJIT_USER_CHECK(stride > span)
-        << where << ": its strides make different elements share memory (" << layout() << "), and '"
-        << k.name << "' writes " << p.name
-        << "; pass a tensor whose elements are distinct (not a broadcast or expanded view), "
-           "e.g. a contiguous copy";
-    span += (extent - 1) * stride;
-  }
 }
 
 }  // namespace

@@ -350,3 +350,37 @@ def affine_cuda(a: T.handle, b: T.handle):
 
 }  // namespace
 }  // namespace primjit
+
+namespace primjit {
+namespace {
+
+// A buffer that declares its own strides is checked like any other view: its compiled code
+// binds the strides, but only the call can see that a written view's elements share memory.
+TEST(StridedTensors, DeclaredStridesOfAWrittenBufferMustKeepElementsDistinct) {
+  Jit jit;
+  Kernel k = jit.kernel(parse(R"(
+@T.prim_func
+def fill(b: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    m = T.int32()
+    n = T.int32()
+    s0 = T.int32()
+    B = T.match_buffer(b, (m, n), "float32", strides=(s0, 1))
+    for i, j in T.grid(m, n):
+        B[i, j] = T.Cast("float32", i * n + j)
+)")
+                            ->lookup("fill"),
+                        {.target = Target::llvm()});
+  Store s(100);
+  View broadcast(s.out.data(), 4, 4, 0, 1, 0);
+  EXPECT_ERROR_CONTAINS(k(&broadcast.dl), "its strides make different elements share memory");
+  View reversed(s.out.data(), 4, 4, -4, 1, 12);
+  EXPECT_ERROR_CONTAINS(k(&reversed.dl), "stride -4 of dimension 0 is negative");
+  EXPECT_EQ(k.stats().misses, 0u);         // refused before anything compiled
+  View rows(s.out.data(), 4, 4, 8, 1, 0);  // every other row: fine
+  k(&rows.dl);
+  EXPECT_EQ(s.out[8 + 3], 7.0f);
+}
+
+}  // namespace
+}  // namespace primjit
