@@ -1,12 +1,13 @@
 #include "ir/dump_config.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <vector>
 
@@ -101,20 +102,38 @@ DumpConfig dump_config_from_env() {
 }
 
 void make_dump_dir(const std::string& dir, const char* what) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  PRIMJIT_USER_CHECK(!ec) << what << ": cannot create directory '" << dir << "': " << ec.message()
-                          << "; choose a writable directory";
+  // Each missing directory is made 0700 (create_directories would use the umask's mode).
+  std::filesystem::path path;
+  for (const std::filesystem::path& part : std::filesystem::path(dir)) {
+    path /= part;
+    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+      PRIMJIT_USER_ERROR() << what << ": cannot create directory '" << path.string()
+                           << "': " << std::strerror(errno) << "; choose a writable directory";
+    }
+  }
+  struct stat st {};
+  PRIMJIT_USER_CHECK(::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+      << what << ": '" << dir << "' is not a directory; choose a writable directory";
 }
 
 void write_dump_file(const std::string& dir, const std::string& name, const std::string& text) {
   make_dump_dir(dir, "PRIMJIT_DUMP_DIR");
   std::filesystem::path path = std::filesystem::path(dir) / name;
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  PRIMJIT_USER_CHECK(out.good()) << "PRIMJIT_DUMP: cannot write '" << path.string()
-                                 << "'; set PRIMJIT_DUMP_DIR to a writable directory";
+  // Never through a link someone left there, never blocking on a FIFO, only a regular file.
+  const int fd = ::open(path.c_str(),
+                        O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+  struct stat st {};
+  bool ok = fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  for (size_t done = 0; ok && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  if (fd >= 0) ::close(fd);
+  PRIMJIT_USER_CHECK(ok) << "PRIMJIT_DUMP: cannot write '" << path.string()
+                         << "' (it must be a regular file or absent); set PRIMJIT_DUMP_DIR to a "
+                            "writable directory of yours";
 }
 
 }  // namespace primjit

@@ -44,7 +44,8 @@ DumpConfig dump_config_from_env();
 /// failed. `what` names the setting in the message, e.g. "PRIMJIT_DUMP_DIR".
 void make_dump_dir(const std::string& dir, const char* what);
 
-/// Writes `text` to `dir`/`name`; throws primjit::Error when it cannot.
+/// Writes `text` to `dir`/`name` (a new or regular file, mode 0600; never through a symbolic
+/// link, never blocking on a FIFO); throws primjit::Error when it cannot.
 void write_dump_file(const std::string& dir, const std::string& name, const std::string& text);
 
 }  // namespace primjit

@@ -3,6 +3,7 @@
 // Jit::stats with its JSON form.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "examples/kernels.h"
+#include "ir/dump_config.h"
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
 #include "primjit/log.h"
@@ -430,6 +432,38 @@ TEST(Observability, CudaDumpsAndDeviceStagesOnAGpu) {
   EXPECT_EQ(s.compiles, 1u);
   EXPECT_GT(s.device_code_bytes, 0u);
   EXPECT_GT(s.compile.device_compile_ms, 0);
+}
+
+}  // namespace
+}  // namespace primjit
+
+namespace primjit {
+namespace {
+
+// Dump files are written as the user's own regular files: a FIFO left in the directory is an
+// error, not a hang; a symbolic link is not followed; new directories are private.
+TEST(Observability, DumpFilesRefuseFifosAndLinksAndDirectoriesArePrivate) {
+  test::TempDir temp("primjit_dump_hostile");
+  const std::string dir = temp.str();
+  const std::string fifo = dir + "/device.cu";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_ERROR_CONTAINS(write_dump_file(dir, "device.cu", "x"), "must be a regular file");
+  const std::string target = dir + "/target.txt";
+  { std::ofstream(target) << "keep"; }
+  ASSERT_EQ(::symlink(target.c_str(), (dir + "/host.ll").c_str()), 0);
+  EXPECT_ERROR_CONTAINS(write_dump_file(dir, "host.ll", "overwritten"), "must be a regular file");
+  std::ifstream in(target);
+  std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(kept, "keep");
+  write_dump_file(dir + "/new/sub", "ok.tir", "text");
+  for (const std::string& d : {dir + "/new", dir + "/new/sub"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(d.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << d;
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat((dir + "/new/sub/ok.tir").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 }  // namespace
