@@ -236,6 +236,9 @@ void commit_async_copies(Exec& ex) {
 }
 
 void wait_async_copies(Exec& ex, int64_t n) {
+  PRIMJIT_USER_CHECK(n >= 0) << "T.ptx_wait_group(" << n
+                             << "): the number of groups left pending must be 0 or more"
+                             << ex.where();
   if (!ex.checked() || ex.block == nullptr) return;
   // Done: the thread's committed groups but the newest n (copies not committed stay pending).
   const int64_t done = ex.block->async_commits[ex.thread] - n;

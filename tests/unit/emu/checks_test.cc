@@ -150,6 +150,16 @@ TEST(EmuChecks, AccessBeforeTheAsyncCopyIsWaitedForIsARace) {
     S[tx] = T.float32(1)
 )")),
              "asynchronous copy race: store of buffer 'S' element 0 writes byte 0");
+  // A negative count of pending groups is an error, not a wrap-around.
+  EXPECT_HAS(run_error(kernel(R"(
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    T.ptx_cp_async(S.data, tx, X.data, tx, 4)
+    T.ptx_commit_group()
+    T.ptx_wait_group(-2147483648)
+    Y[tx] = S[tx]
+)")),
+             "T.ptx_wait_group(-2147483648): the number of groups left pending");
 }
 
 TEST(EmuChecks, WaitedForAsyncCopiesAreNoRace) {
