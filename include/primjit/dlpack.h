@@ -21,7 +21,16 @@ int64_t num_elements(const DLTensor& tensor);
 /// negative or the size does not fit in a ptrdiff_t, the most one allocation can hold.
 bool checked_bytes(DataType dtype, int64_t count, size_t* bytes);
 /// True when the elements are densely packed in row-major order (strides null or compact).
-bool is_compact(const DLTensor& tensor);
+inline bool is_compact(const DLTensor& tensor) {
+  if (tensor.strides == nullptr) return true;
+  int64_t expected = 1;
+  for (int i = tensor.ndim - 1; i >= 0; --i) {
+    // A dimension of extent 1 may carry any stride without changing the layout.
+    if (tensor.shape[i] != 1 && tensor.strides[i] != expected) return false;
+    if (__builtin_mul_overflow(expected, tensor.shape[i], &expected)) return false;
+  }
+  return true;
+}
 /// Human-readable summary used in error messages: "float32[2, 3] on cpu".
 std::string describe(const DLTensor& tensor);
 

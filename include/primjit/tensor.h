@@ -52,6 +52,8 @@ class Tensor {
   struct Impl;
 
  private:
+  // zeros, or (`zero` false) uninitialized memory for a copy to fill.
+  static Tensor allocate(std::vector<int64_t> shape, DataType dtype, DLDevice device, bool zero);
   void* host_data() const;
   std::shared_ptr<Impl> impl_;
 };

@@ -165,7 +165,6 @@ class CudaKernel : public KernelHandle {
                  void** args) noexcept {
     try {
       RecordedLaunch& l = recording->launches.emplace_back();
-      l.kernel = name_;
       l.function = function_;
       l.grid = grid;
       l.block = block;
@@ -386,7 +385,7 @@ void replay_launches(const LaunchRecording& recording, CUstream_st* stream) {
       }
     }
     if (!ok) {
-      PRIMJIT_USER_ERROR() << "launching kernel '" << l.kernel << "' of a prepared call: " << error;
+      PRIMJIT_USER_ERROR() << "launching kernel '" << *l.name << "' of a prepared call: " << error;
     }
   }
 }

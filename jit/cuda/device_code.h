@@ -60,7 +60,13 @@ std::unique_ptr<DeviceCode> load_device_binary(const DeviceBinary& binary,
 
 /// One kernel launch as a call's host code made it, with copies of its argument values.
 struct RecordedLaunch {
-  std::string kernel;
+  RecordedLaunch() = default;
+  // `args` points into `values`: a copy would point into the original.
+  RecordedLaunch(const RecordedLaunch&) = delete;
+  RecordedLaunch& operator=(const RecordedLaunch&) = delete;
+  RecordedLaunch(RecordedLaunch&&) = default;  // vectors keep their buffers when moved
+  RecordedLaunch& operator=(RecordedLaunch&&) = default;
+
   CUfunc_st* function = nullptr;
   Dim3 grid, block;
   unsigned dynamic_shared = 0;
@@ -68,7 +74,7 @@ struct RecordedLaunch {
   std::vector<void*> args;            // into `values`, as cuLaunchKernel takes them
   std::shared_ptr<void> module;       // keeps the kernel's code loaded
   int device = 0;                     // the device whose context loaded it
-  const std::string* name = nullptr;  // interned (CudaDriver::note_launch)
+  const std::string* name = nullptr;  // the kernel's, interned (CudaDriver::note_launch)
   bool launch_blocking = false;       // CUDA_LAUNCH_BLOCKING=1 when it was loaded
 };
 

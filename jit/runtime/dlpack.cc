@@ -47,17 +47,6 @@ bool checked_bytes(DataType dtype, int64_t count, size_t* bytes) {
   return true;
 }
 
-bool is_compact(const DLTensor& tensor) {
-  if (tensor.strides == nullptr) return true;
-  int64_t expected = 1;
-  for (int i = tensor.ndim - 1; i >= 0; --i) {
-    // A dimension of extent 1 may carry any stride without changing the layout.
-    if (tensor.shape[i] != 1 && tensor.strides[i] != expected) return false;
-    expected *= tensor.shape[i];
-  }
-  return true;
-}
-
 std::string describe(const DLTensor& tensor) {
   std::ostringstream out;
   out << dtype_name(tensor.dtype) << "[";

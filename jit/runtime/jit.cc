@@ -223,14 +223,7 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
     }
     // Compact at byte_offset 0 (layout entry 0); strided and offset views take the full
     // checks, which their layout needs (negative or overlapping strides, index range).
-    if (t->byte_offset != 0) return false;
-    if (t->strides != nullptr) {
-      int64_t expected = 1;
-      for (int d = p.ndim - 1; d >= 0; --d) {
-        if (t->shape[d] != 1 && t->strides[d] != expected) return false;
-        expected *= t->shape[d];
-      }
-    }
+    if (t->byte_offset != 0 || !is_compact(*t)) return false;
     key->push_inline(bucket >= 0 && (jit::data_address(*t) & 15) != 0 ? jit::kLayoutUnaligned16
                                                                       : 0);
     if (disjoint) {

@@ -53,6 +53,10 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }  // namespace
 
 Tensor Tensor::zeros(std::vector<int64_t> shape, DataType dtype, DLDevice device) {
+  return allocate(std::move(shape), dtype, device, /*zero=*/true);
+}
+
+Tensor Tensor::allocate(std::vector<int64_t> shape, DataType dtype, DLDevice device, bool zero) {
   PRIMJIT_USER_CHECK(!dtype.is_handle() && !dtype.is_void())
       << "Tensor::zeros: a tensor of " << dtype << " holds no numbers";
   int64_t count = 1;
@@ -84,14 +88,14 @@ Tensor Tensor::zeros(std::vector<int64_t> shape, DataType dtype, DLDevice device
       PRIMJIT_USER_ERROR() << "Tensor::zeros: cannot allocate " << bytes << " bytes for shape "
                            << shape_text(impl->shape) << " of " << dtype << " on the host";
     }
-    std::memset(impl->host.get(), 0, bytes);
+    if (zero) std::memset(impl->host.get(), 0, bytes);
     data = impl->host.get();
   } else {
     jit::CudaDriver& driver = jit::CudaDriver::get();
     driver.make_current(device.device_id);
     impl->device_memory = driver.alloc(std::max<size_t>(bytes, 1));
     // The device fills it (no host buffer of zeros to copy); the tensor is ready on return.
-    if (bytes > 0) {
+    if (zero && bytes > 0) {
       driver.fill_async(impl->device_memory, 0, bytes);
       driver.synchronize_stream(nullptr);
     }
@@ -166,40 +170,33 @@ void* Tensor::host_data() const {
   return static_cast<uint8_t*>(impl_->dl.data) + impl_->dl.byte_offset;
 }
 
-Tensor Tensor::to(DLDevice device) const {
-  PRIMJIT_USER_CHECK(is_compact(*dl())) << "Tensor::to: only compact tensors can be copied";
-  Tensor out = zeros(shape(), dtype(), device);
-  size_t bytes = nbytes();
-  if (bytes == 0) return out;
-  const void* src = static_cast<const uint8_t*>(impl_->dl.data) + impl_->dl.byte_offset;
-  bool from_host = this->device().device_type == kDLCPU;
-  bool to_host = device.device_type == kDLCPU;
-  if (from_host && to_host) {
-    std::memcpy(out.dl()->data, src, bytes);
-  } else if (from_host) {
-    jit::CudaDriver::get().copy_to_device(reinterpret_cast<jit::DevicePtr>(out.dl()->data), src,
-                                          bytes);
-  } else if (to_host) {
-    jit::CudaDriver::get().copy_to_host(out.dl()->data, reinterpret_cast<jit::DevicePtr>(src),
-                                        bytes);
-  } else {
-    Tensor staged = to({kDLCPU, 0});
-    return staged.to(device);
-  }
-  return out;
-}
+Tensor Tensor::to(DLDevice device) const { return to(device, nullptr); }
 
 Tensor Tensor::to(DLDevice device, void* cuda_stream) const {
-  bool from_host = this->device().device_type == kDLCPU;
-  bool to_host = device.device_type == kDLCPU;
-  if (from_host == to_host) return to(device);  // host to host, or device to device by the host
   PRIMJIT_USER_CHECK(is_compact(*dl())) << "Tensor::to: only compact tensors can be copied";
-  Tensor out = zeros(shape(), dtype(), device);
-  size_t bytes = nbytes();
+  const bool from_host = this->device().device_type == kDLCPU;
+  const bool to_host = device.device_type == kDLCPU;
+  if (!from_host && !to_host) {  // device to device, through the host
+    return to({kDLCPU, 0}, cuda_stream).to(device, cuda_stream);
+  }
+  Tensor out = allocate(shape(), dtype(), device, /*zero=*/false);  // the copy fills it
+  const size_t bytes = nbytes();
   if (bytes == 0) return out;
   const void* src = static_cast<const uint8_t*>(impl_->dl.data) + impl_->dl.byte_offset;
+  if (from_host && to_host) {
+    std::memcpy(out.dl()->data, src, bytes);
+    return out;
+  }
   auto* stream = static_cast<CUstream_st*>(cuda_stream);
   jit::CudaDriver& driver = jit::CudaDriver::get();
+  if (stream == nullptr) {  // the default stream: the driver's synchronous copies
+    if (from_host) {
+      driver.copy_to_device(reinterpret_cast<jit::DevicePtr>(out.dl()->data), src, bytes);
+    } else {
+      driver.copy_to_host(out.dl()->data, reinterpret_cast<jit::DevicePtr>(src), bytes);
+    }
+    return out;
+  }
   if (from_host) {
     driver.copy_to_device_async(reinterpret_cast<jit::DevicePtr>(out.dl()->data), src, bytes,
                                 stream);
