@@ -8,7 +8,7 @@ set -euo pipefail
 check() {
   local checked=0 bad=0 file
   while IFS= read -r -d '' file; do
-    head -c 4 "$file" 2>/dev/null | grep -q 'ELF' || continue
+    grep -q 'ELF' < <(head -c 4 "$file" 2>/dev/null) || continue
     checked=$((checked + 1))
     if readelf -d "$file" 2>/dev/null | grep -E 'NEEDED.*\[libcuda\.so' >/dev/null; then
       echo "error: $file links libcuda; load the driver with dlopen only" >&2

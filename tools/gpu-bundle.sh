@@ -49,7 +49,7 @@ done
 copy_dependency() {
   local name=$1 path
   path=$(ldd "$out/bin/primjit_jit_tests" "$out/bin/bench_compile_latency" 2>/dev/null |
-         awk -v n="$name" '$1 == n { print $3; exit }')
+         awk -v n="$name" '$1 == n && !found { print $3; found = 1 }')
   [ -n "$path" ] || { echo "gpu-bundle: $name is not a dependency" >&2; exit 1; }
   cp -L "$path" "$out/lib/$name"
 }
@@ -77,7 +77,7 @@ fi
 
 # What run.sh's preflight checks against: this glibc, the CUDA version NVRTC comes from, the
 # driver API version and driver release that version needs.
-glibc=$(ldd --version | head -n1 | awk '{ print $NF }')
+glibc=$(ldd --version | awk 'NR == 1 { print $NF }')
 driver_api=$(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/\1/p' "$cuda_home/include/cuda.h")
 [ -n "$driver_api" ] || { echo "gpu-bundle: no CUDA_VERSION in $cuda_home/include/cuda.h" >&2; exit 1; }
 cuda="$((driver_api / 1000)).$((driver_api % 1000 / 10))"

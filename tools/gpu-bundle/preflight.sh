@@ -21,9 +21,9 @@ fail() {
   exit 1
 }
 # The value of KEY in build-info.
-info() { awk -v k="$1" '$1 == k { print $2; exit }' "$dir/build-info"; }
+info() { awk -v k="$1" '$1 == k && !found { print $2; found = 1 }' "$dir/build-info"; }
 # Whether version $1 >= version $2 (dotted numbers).
-at_least() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n1)" = "$2" ]; }
+at_least() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | awk 'NR == 1')" = "$2" ]; }
 
 # 1. The bundle.
 [ -r "$dir/build-info" ] ||
@@ -38,7 +38,7 @@ done
 echo "preflight: bundle: built with glibc $build_glibc against CUDA $cuda (NVRTC)"
 
 # 2. glibc.
-glibc=$(ldd --version 2>/dev/null | head -n1 | awk '{ print $NF }')
+glibc=$(ldd --version 2>/dev/null | awk 'NR == 1 { print $NF }')
 [ -n "$glibc" ] || fail "cannot tell this machine's glibc version ('ldd --version' printed nothing)"
 at_least "$glibc" "$build_glibc" ||
   fail "glibc $glibc on this machine is older than glibc $build_glibc of the machine that built" \
@@ -61,7 +61,7 @@ if command -v nvidia-smi >/dev/null 2>&1; then
   [ $rc -eq 0 ] && [ -n "$smi" ] ||
     fail "nvidia-smi fails (exit $rc): $smi -- no GPU is visible or the NVIDIA driver is not" \
          "loaded"
-  release=$(echo "$smi" | head -n1 | cut -d, -f1 | tr -d ' ')
+  release=$(echo "$smi" | awk -F, 'NR == 1 { gsub(/ /, "", $1); print $1 }')
   at_least "$release" "$need_release" ||
     fail "NVIDIA driver $release is older than R$need_release, which CUDA $cuda (the bundle's" \
          "NVRTC) needs: install driver $need_release or newer"
@@ -76,7 +76,7 @@ rc=$?
 [ $rc -eq 0 ] ||
   fail "no GPU to run on: $devices -- run the bundle on a machine with an NVIDIA GPU and" \
        "driver R$need_release or newer"
-api=$(echo "$devices" | awk -F': ' '/^driver API version:/ { print $2; exit }')
+api=$(echo "$devices" | awk -F': ' '/^driver API version:/ && !found { print $2; found = 1 }')
 [ -n "$api" ] || fail "primjit-crosscheck --devices printed no driver API version: $devices"
 [ "$api" -ge "$need_api" ] ||
   fail "the CUDA driver supports API $api, older than $need_api that CUDA $cuda (the bundle's" \

@@ -98,7 +98,7 @@ run_demo() {
   step jit_demo "$here/bin/jit_demo"
   step jit_demo_again "$here/bin/jit_demo"
   local where match=0 log loaded
-  where=$(sed -n 's/.*GPU kernels on \([a-z]*\).*/\1/p' "$logs/jit_demo.log" | head -n1)
+  where=$(sed -n 's/.*GPU kernels on \([a-z]*\).*/\1/p' "$logs/jit_demo.log" | awk 'NR == 1')
   for log in jit_demo jit_demo_again; do
     grep -q 'all results match the C++ reference' "$logs/$log.log" && match=$((match + 1))
   done
