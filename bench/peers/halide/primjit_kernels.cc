@@ -12,6 +12,9 @@
 namespace primjit::bench::peers {
 namespace {
 
+static_assert(kSaxpyChunk == 8192 && kTileRows == 4 && kTileCols == 16,
+              "the texts below write the chunk and the tile as numbers");
+
 constexpr const char* kSaxpyNaive = R"(
 @T.prim_func
 def saxpy_naive(a: T.handle, b: T.handle, c: T.handle, alpha: T.float32):
@@ -56,10 +59,10 @@ def matmul_naive(a: T.handle, b: T.handle, c: T.handle):
             C[i, j] = acc[0]
 )";
 
-// i-k-j order; `{rows}` is range (serial) or T.parallel.
+// i-k-j order; `{rows}` is range (serial) or T.parallel; `{name}` the function's name.
 constexpr const char* kMatmulIkj = R"(
 @T.prim_func
-def matmul_ikj(a: T.handle, b: T.handle, c: T.handle):
+def {name}(a: T.handle, b: T.handle, c: T.handle):
     T.func_attr({"target": T.target("llvm")})
     n = T.int64()
     A = T.match_buffer(a, (n, n), "float32")
@@ -100,10 +103,11 @@ def matmul_tiled(a: T.handle, b: T.handle, c: T.handle):
 )";
 
 // Per row: the maximum, e = exp(x - max) into Y, their sum, Y / sum. `{rows}` is range or
-// T.parallel, `{cols}` range or T.vectorized (which makes the max and sum vector reductions).
+// T.parallel, `{cols}` range or T.vectorized (which makes the max and sum vector reductions);
+// `{name}` the function's name.
 constexpr const char* kSoftmax = R"(
 @T.prim_func
-def softmax(x: T.handle, y: T.handle):
+def {name}(x: T.handle, y: T.handle):
     T.func_attr({"target": T.target("llvm")})
     m = T.int64()
     n = T.int64()
@@ -138,12 +142,17 @@ std::string primjit_kernel_text(const std::string& kernel) {
   if (kernel == "saxpy_naive") return kSaxpyNaive;
   if (kernel == "saxpy_scheduled") return kSaxpyScheduled;
   if (kernel == "matmul_naive") return kMatmulNaive;
-  if (kernel == "matmul_ikj") return fill(kMatmulIkj, "{rows}", "range");
-  if (kernel == "matmul_parallel") return fill(kMatmulIkj, "{rows}", "T.parallel");
+  if (kernel == "matmul_ikj") return fill(fill(kMatmulIkj, "{rows}", "range"), "{name}", kernel);
+  if (kernel == "matmul_parallel") {
+    return fill(fill(kMatmulIkj, "{rows}", "T.parallel"), "{name}", kernel);
+  }
   if (kernel == "matmul_tiled") return kMatmulTiled;
-  if (kernel == "softmax_plain") return fill(fill(kSoftmax, "{rows}", "range"), "{cols}", "range");
+  if (kernel == "softmax_plain") {
+    return fill(fill(fill(kSoftmax, "{rows}", "range"), "{cols}", "range"), "{name}", kernel);
+  }
   if (kernel == "softmax_scheduled") {
-    return fill(fill(kSoftmax, "{rows}", "T.parallel"), "{cols}", "T.vectorized");
+    return fill(fill(fill(kSoftmax, "{rows}", "T.parallel"), "{cols}", "T.vectorized"), "{name}",
+                kernel);
   }
   throw std::invalid_argument("no primjit text for kernel '" + kernel + "'");
 }
