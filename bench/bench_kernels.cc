@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/tiled_matmul.h"
 #include "examples/kernels.h"
 #include "jit/cuda/codegen_cuda.h"
 #include "jit/cuda/driver.h"
@@ -55,7 +56,6 @@ constexpr DLDevice kGpu{kDLCUDA, 0};
 constexpr DLDevice kCpu{kDLCPU, 0};
 constexpr int kDefaultArch = 90;  // without a device: the architecture CI checks
 constexpr int64_t kVectorLength = int64_t{1} << 26;
-constexpr int kTile = 16;
 
 // Deterministic values in [-1, 1): cheap enough for 2^27 of them.
 float value(uint64_t i, uint64_t seed) {
@@ -206,33 +206,6 @@ void BM_VectorAdd(benchmark::State& state) {
 }
 
 // --- tiled matmul ----------------------------------------------------------------------------
-
-// examples::matmul_relu's matmul for n x n (n a multiple of 16).
-PrimFunc tiled_matmul(int n) {
-  pb::FunctionBuilder f("tiled_matmul");
-  pb::BufferRef A = f.arg_buffer("A", {n, n}), B = f.arg_buffer("B", {n, n});
-  pb::BufferRef C = f.arg_buffer("C", {n, n});
-  f.target(Target::cuda());
-  const int tiles = n / kTile;
-  pb::Var block = f.launch_thread("blockIdx.x", tiles * tiles);
-  pb::Var tx = f.launch_thread("threadIdx.x", kTile * kTile);
-  pb::BufferRef As = f.alloc_buffer("A_tile", {kTile, kTile}, pb::f32, "shared.dyn");
-  pb::BufferRef Bs = f.alloc_buffer("B_tile", {kTile, kTile}, pb::f32, "shared.dyn");
-  pb::BufferRef acc = f.alloc_buffer("acc", {1}, pb::f32, "local");
-  pb::Var ty = f.bind("ty", tx / kTile), tz = f.bind("tz", tx % kTile);
-  pb::Var row = f.bind("row", block / tiles * kTile + ty);
-  pb::Var col = f.bind("col", block % tiles * kTile + tz);
-  acc[0] = 0.0;
-  f.for_("k0", tiles, [&](pb::Var k0) {
-    As(ty, tz) = A(row, k0 * kTile + tz);
-    Bs(ty, tz) = B(k0 * kTile + ty, col);
-    f.sync_threads("shared.dyn");
-    f.for_("k1", kTile, [&](pb::Var k1) { acc[0] += As(ty, k1) * Bs(k1, tz); });
-    f.sync_threads("shared.dyn");
-  });
-  C(row, col) = acc[0];
-  return f.finish();
-}
 
 // The launch of tiled_matmul(n), and of the hand-written kernel: a block per tile of C.
 jit::Dim3 matmul_grid(int n) { return {static_cast<unsigned>((n / kTile) * (n / kTile)), 1, 1}; }

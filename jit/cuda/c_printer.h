@@ -222,6 +222,7 @@ class CPrinter : public ExprFunctor<CPrinter, Code, int>, public StmtFunctor<CPr
 
   // --- buffers and pointers (c_printer_stmt.cc) -------------------------------------------
   Expr flat_index(const Buffer& buf, const std::vector<Expr>& indices);
+  void collect_view_offsets(const Stmt& body);
   void declare_view(const Buffer& buf);
   Code pointer_of(const Buffer& buf);
   int64_t buffer_alignment(const Buffer& buf);
@@ -234,6 +235,8 @@ class CPrinter : public ExprFunctor<CPrinter, Code, int>, public StmtFunctor<CPr
   const std::string symbol_;
   const bool is_kernel_;
   const int64_t max_unroll_;
+  /// Shared views get a pointer to where their accesses start (declare_view).
+  bool fold_view_offsets_ = true;
   SourceWriter w_;
   NameTable names_;
   arith::Analyzer an_;
@@ -241,6 +244,10 @@ class CPrinter : public ExprFunctor<CPrinter, Code, int>, public StmtFunctor<CPr
   std::vector<DataType> param_types_;
   std::unordered_map<const VarNode*, std::string> var_names_;
   std::unordered_map<const BufferNode*, std::string> views_;
+  /// Smallest constant index term of each DeclBuffer view's accesses (collect_view_offsets).
+  std::unordered_map<const BufferNode*, int64_t> view_offsets_;
+  /// Elements a view's pointer starts after its data; its accesses' indices are that much less.
+  std::unordered_map<const BufferNode*, int64_t> view_fold_;
   /// Known alignment in bytes of pointers the function allocates.
   std::unordered_map<const VarNode*, int64_t> pointer_align_;
   /// Pointer parameters: their buffers' declared alignment holds.

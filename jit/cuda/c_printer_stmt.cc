@@ -28,6 +28,44 @@ bool needs_typed_view(const Buffer& buf) {
   return data->pointee.is_void() || data->pointee != buf->dtype;
 }
 
+// `Ramp(b, s, n) + Broadcast(c, n)` (either order; the merge pass offsets vector indices so)
+// as the Ramp it is, `Ramp(b + c, s, n)`, so contiguity and alignment are seen; other indices
+// as they are.
+Expr as_ramp(const Expr& index) {
+  const auto* add = index.as<Add>();
+  if (add == nullptr || !index.dtype().is_vector()) return index;
+  const Expr a = as_ramp(add->a), b = as_ramp(add->b);
+  const auto* ramp = a.as<Ramp>() != nullptr ? a.as<Ramp>() : b.as<Ramp>();
+  const auto* other = (a.as<Ramp>() != nullptr ? b : a).as<Broadcast>();
+  if (ramp == nullptr || other == nullptr || other->value.dtype() != ramp->base.dtype()) {
+    return index;
+  }
+  return Ramp::make(Add::make(ramp->base, other->value), ramp->stride, ramp->lanes);
+}
+
+// The constant term of a flat index (of a vector index: of its base) in the simplifier's
+// canonical forms `x + c` and `c - x`; 0 when it has none.
+int64_t constant_term(const Expr& index) {
+  const Expr& e = index.as<Ramp>() != nullptr ? index.as<Ramp>()->base : index;
+  if (std::optional<int64_t> c = as_const_int(e)) return *c;
+  if (const auto* add = e.as<Add>()) return as_const_int(add->b).value_or(0);
+  if (const auto* sub = e.as<Sub>()) return as_const_int(sub->a).value_or(0);
+  return 0;
+}
+
+// `index` less `fold`, which its constant term covers (0 <= fold <= constant_term(index)).
+Expr drop_constant(const Expr& index, int64_t fold) {
+  if (fold == 0) return index;
+  if (const auto* ramp = index.as<Ramp>()) {
+    return Ramp::make(drop_constant(ramp->base, fold), ramp->stride, ramp->lanes);
+  }
+  const Expr rest = IntImm::make(index.dtype(), constant_term(index) - fold);
+  if (const auto* add = index.as<Add>()) {
+    return as_const_int(rest) == 0 ? add->a : Add::make(add->a, rest);
+  }
+  if (const auto* sub = index.as<Sub>()) return Sub::make(rest, sub->b);
+  return rest;
+}
 }  // namespace
 
 CPrinter::CPrinter(std::string component, std::string symbol, bool is_kernel,
@@ -44,6 +82,7 @@ std::string CPrinter::emit(const PrimFunc& f) {
       << component_ << ": " << where() << " still has a buffer_map; lower it with the "
       << "default pipeline (SplitHostDevice gives kernels plain pointer parameters)";
   reserve_extern_call_names(f->body);
+  collect_view_offsets(f->body);
 
   const AttrValue* noalias_attr = f->attr(attr::kNoAlias);
   const bool noalias =
@@ -339,7 +378,12 @@ void CPrinter::reserve_extern_call_names(const Stmt& body) {
 
 // Row-major (or strided) flattening for buffers still accessed with several indices.
 Expr CPrinter::flat_index(const Buffer& buf, const std::vector<Expr>& indices) {
-  if (indices.size() == 1 && buf->strides.empty()) return indices[0];
+  if (indices.size() == 1 && buf->strides.empty()) {
+    Expr index = as_ramp(indices[0]);
+    auto it = view_fold_.find(buf.get());
+    // A view's pointer starts `fold` elements in (declare_view).
+    return it == view_fold_.end() ? index : drop_constant(index, it->second);
+  }
   for (const Expr& i : indices) {
     PRIMJIT_USER_CHECK(i.dtype().is_scalar())
         << component_ << ": vector index into the multi-dimensional buffer '" << buf->name
@@ -363,14 +407,59 @@ Expr CPrinter::flat_index(const Buffer& buf, const std::vector<Expr>& indices) {
   return arith::simplify(index);
 }
 
+// The smallest constant term of the accesses to each 1-D view declared in `body` (the offset
+// MergeSharedMemoryAllocations folded into their indices); see declare_view.
+void CPrinter::collect_view_offsets(const Stmt& body) {
+  std::unordered_set<const BufferNode*> views;
+  post_order_visit(body, [&](const Ref<Object>& node) {
+    if (const auto* decl = node.as<DeclBuffer>()) views.insert(decl->buffer.get());
+  });
+  auto access = [&](const Buffer& buf, const std::vector<Expr>& indices) {
+    if (views.count(buf.get()) == 0) return;
+    const int64_t c =
+        indices.size() == 1 ? std::max<int64_t>(constant_term(as_ramp(indices[0])), 0) : 0;
+    auto [it, inserted] = view_offsets_.emplace(buf.get(), c);
+    if (!inserted) it->second = std::min(it->second, c);
+  };
+  post_order_visit(body, [&](const Ref<Object>& node) {
+    if (const auto* load = node.as<BufferLoad>()) access(load->buffer, load->indices);
+    if (const auto* store = node.as<BufferStore>()) access(store->buffer, store->indices);
+  });
+}
+
 // A typed pointer for buffers that view their data at another type or offset (the views over
-// the merged shared buffer); declared where the buffer is.
+// the merged shared buffer); declared where the buffer is. A 1-D view into shared memory this
+// function allocates starts where its accesses do: when every index is `x + c` with c >= k, the
+// pointer is `base + k` and the accesses print `x + (c - k)`, so the compiler sees one constant
+// base per view instead of an offset in every index (k is rounded down to keep the base's
+// alignment, which the vector accesses' proofs rely on).
 void CPrinter::declare_view(const Buffer& buf) {
-  if (!needs_typed_view(buf) && zero_offset(buf)) return;
+  int64_t fold = 0;
+  const VarNode* data = buf->data.get();
+  auto offset = view_offsets_.find(buf.get());
+  auto align = pointer_align_.find(data);
+  if (fold_view_offsets_ && offset != view_offsets_.end() && align != pointer_align_.end() &&
+      zero_offset(buf) && buf->shape.size() == 1 && buf->strides.empty() &&
+      buf->dtype.is_scalar() && buf->scope().rfind("shared", 0) == 0) {
+    const int64_t step = std::max<int64_t>(1, align->second / buf->dtype.bytes());
+    fold = offset->second / step * step;
+  }
+  if (!needs_typed_view(buf) && zero_offset(buf) && fold == 0) return;
   std::string type = element_type(buf->dtype);
-  Code base = {name_of(buf->data.get()), kPrimary};
+  Code base = {name_of(data), kPrimary};
   Code ptr = needs_typed_view(buf) ? Code{"(" + type + "*)" + base.text, kUnary} : base;
   if (!zero_offset(buf)) ptr = infix(ptr, "+", kAdd, sub(buf->elem_offset, -1));
+  if (fold != 0) {
+    const int pointee_bytes = data->pointee.is_void() ? 1 : data->pointee.bytes();
+    const int64_t bytes = fold * buf->dtype.bytes();
+    if (needs_typed_view(buf) && bytes % pointee_bytes == 0) {  // (float*)(buf_dyn_shmem + 1024)
+      Code moved = infix(base, "+", kAdd, {std::to_string(bytes / pointee_bytes), kPrimary});
+      ptr = {"(" + type + "*)(" + moved.text + ")", kUnary};
+    } else {
+      ptr = infix(ptr, "+", kAdd, {std::to_string(fold), kPrimary});
+    }
+    view_fold_[buf.get()] = fold;
+  }
   std::string name = names_.unique(buf->name);
   w_.line(type + "* " + name + " = " + ptr.text + ";");
   views_[buf.get()] = name;
@@ -398,6 +487,9 @@ int64_t CPrinter::buffer_alignment(const Buffer& buf) {
     std::optional<int64_t> off = as_const_int(buf->elem_offset);
     int64_t bytes = off ? *off * buf->dtype.bytes() : buf->dtype.element_of().bytes();
     align = std::gcd(align, bytes == 0 ? align : bytes);
+  }
+  if (auto it = view_fold_.find(buf.get()); it != view_fold_.end()) {
+    align = std::gcd(align, it->second * buf->dtype.bytes());
   }
   return align;
 }

@@ -35,8 +35,10 @@
 //   be constant). A buffer whose dtype differs from its pointer's element type (the typed views
 //   over the merged buffer) or with an element offset gets a typed pointer at its DeclBuffer,
 //   `float* B = (float*)buf_dyn_shmem;` (`+ elem_offset` when it has one), and is accessed
-//   through it. MergeSharedMemoryAllocations folds each view's place into its indices: a view
-//   512 bytes into the merged buffer reads `B[i + 128]`.
+//   through it. MergeSharedMemoryAllocations folds each view's place into its indices (a view
+//   512 bytes into the merged buffer reads `B[i + 128]`); the printer moves the constant part
+//   common to a shared view's indices back into its pointer, `float* B = (float*)(buf_dyn_shmem
+//   + 512);` and `B[i]`, so each view has one constant base (CudaCodegenOptions).
 // - Semantics follow docs/semantics.md (helpers in semantics_cuda.h, emitted when used): Div,
 //   Mod, FloorDiv and FloorMod print as C's `/` and `%` only where C gives the IR's result (a
 //   divisor provably neither 0 nor -1; for the floor forms also non-negative operands: thread
@@ -115,6 +117,11 @@ struct CudaCodegenOptions {
   /// T.unroll loops of at most this many iterations get `#pragma unroll`; longer ones (or ones
   /// with a symbolic extent) stay plain loops.
   int64_t max_unroll = passes::kDefaultMaxUnroll;
+  /// A view into shared memory (MergeSharedMemoryAllocations' typed views) gets a pointer to
+  /// where its accesses start, `float* B = (float*)(buf_dyn_shmem + 1024);`, and its indices
+  /// drop that offset. Off: the pointer is the merged buffer's and every index carries the
+  /// offset (bench_device_codegen's "before").
+  bool fold_view_offsets = true;
 };
 
 /// The CUDA C source of `lowered`'s kernels (and device helpers). A module without kernels gives

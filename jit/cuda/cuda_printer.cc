@@ -58,7 +58,9 @@ int64_t static_thread_count(const Stmt& body) {
 CudaPrinter::CudaPrinter(CudaModuleState& m, std::string symbol, bool is_kernel)
     : CPrinter("CUDA code generation", std::move(symbol), is_kernel, m.reserved,
                m.options.max_unroll),
-      m_(m) {}
+      m_(m) {
+  fold_view_offsets_ = m.options.fold_view_offsets;
+}
 
 // --- types ------------------------------------------------------------------------------------
 

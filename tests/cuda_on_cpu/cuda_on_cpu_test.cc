@@ -48,6 +48,12 @@ std::vector<std::string> sections(const std::string& text) {
   return out;
 }
 
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
+    s.replace(at, from.size(), to);
+  }
+}
+
 // Checks `m`; expects it to run and agree. Returns its kernel count.
 int expect_agrees(const IRModule& m, const CheckOptions& o = {}) {
   CheckResult r = check_module(m, o);
@@ -168,6 +174,26 @@ TEST(CudaOnCpu, MergeSharedMemoryGoldens) {
   EXPECT_GE(checked, total * 3 / 4);
 }
 
+// 128-bit accesses through the merged shared buffer: B's view starts 2048 bytes in (its base
+// pointer, not an offset in every index) and its float4 loads and stores are proven aligned.
+TEST(CudaOnCpu, VectorAccessesThroughMergedSharedMemory) {
+  const IRModule m =
+      parse(read(fs::path(PRIMJIT_TESTS_DIR) / "lit" / "Inputs" / "shared_vectors.tir"));
+  CheckResult r = check_module(m);
+  ASSERT_TRUE(r.ok()) << r.str();
+  EXPECT_NE(r.source.find("float* B = (float*)(buf_dyn_shmem + 2048);"), std::string::npos)
+      << r.source;
+  EXPECT_NE(r.source.find("*(float4*)(B + "), std::string::npos) << r.source;
+  EXPECT_NE(r.source.find("((const float4*)(A + "), std::string::npos) << r.source;
+  EXPECT_NE(r.source.find("Z[tx] = B[tx + 3];"), std::string::npos) << r.source;
+  // The base pointer is what places B: a wrong one gives wrong results.
+  CheckOptions o;
+  o.edit_source = [](std::string& s) {
+    replace_all(s, "(buf_dyn_shmem + 2048)", "(buf_dyn_shmem + 2032)");
+  };
+  EXPECT_NE(check_module(m, o).failure.find("differs"), std::string::npos);
+}
+
 // float16, bfloat16 and float8 conversions (out-of-range values included) and arithmetic.
 TEST(CudaOnCpu, NarrowFloatConversionsRoundAsTheCudaHeaders) {
   IRModule m = parse(R"(
@@ -234,12 +260,6 @@ TEST(CudaOnCpu, FuzzerProgramsOnAGpuTarget) {
 }
 
 // --- the harness catches printer bugs -----------------------------------------------------------
-
-void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
-    s.replace(at, from.size(), to);
-  }
-}
 
 TEST(CudaOnCpu, CatchesAMissingBarrier) {
   CheckOptions o{.dims = {{"m", 3}}};

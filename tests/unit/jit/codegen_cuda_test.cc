@@ -165,10 +165,12 @@ TEST(CodegenCuda, MatmulReluDeclaresTheMergedDynamicSharedBufferWithTypedViews) 
   std::string first = function_text(source.code, "matmul_relu_kernel");
   EXPECT_TRUE(has(first, "extern __shared__ __align__(64) uint8_t buf_dyn_shmem[];"));
   EXPECT_TRUE(has(first, "float* A_tile = (float*)buf_dyn_shmem;"));
-  EXPECT_TRUE(has(first, "float* B_tile = (float*)buf_dyn_shmem;"));
-  // B_tile lives 1024 bytes (256 floats) into the merged buffer, A_tile at byte 0.
-  EXPECT_TRUE(matches(first, R"(B_tile\[[^\]]*\+ 256\] = B\[)"));
+  // B_tile lives 1024 bytes (256 floats) into the merged buffer, A_tile at byte 0: B_tile's
+  // pointer starts there, so its indices carry no offset.
+  EXPECT_TRUE(has(first, "float* B_tile = (float*)(buf_dyn_shmem + 1024);"));
+  EXPECT_TRUE(matches(first, R"(B_tile\[[^\]+]*\] = B\[)"));
   EXPECT_TRUE(matches(first, R"(A_tile\[[^\]+]*\] = A\[)"));
+  EXPECT_TRUE(lacks(first, "+ 256]"));
   EXPECT_TRUE(has(first, "__syncthreads();"));
   EXPECT_TRUE(has(first, "float acc[1];"));
   EXPECT_TRUE(has(first, "float* __restrict__ A, float* __restrict__ B"));
@@ -190,11 +192,16 @@ TEST(CodegenCuda, SeedTwoLaunchesGetOneMergedBufferEach) {
                   "float* __restrict__ X) {"));
   EXPECT_TRUE(has(first, "extern __shared__ __align__(64) uint8_t buf_dyn_shmem[];"));
   EXPECT_TRUE(has(first, "float* A = (float*)buf_dyn_shmem;"));
-  EXPECT_TRUE(has(first, "float* B = (float*)buf_dyn_shmem;"));
-  // Live together: B is 128 floats (512 bytes) after A.
+  // Live together: B is 128 floats (512 bytes) after A; B's pointer starts there.
+  EXPECT_TRUE(has(first, "float* B = (float*)(buf_dyn_shmem + 512);"));
   EXPECT_TRUE(has(first, "A[tx0] = X[tx0];"));
-  EXPECT_TRUE(has(first, "B[tx0 + 128] = A[tx0];"));
-  EXPECT_TRUE(has(first, "X[tx0] = B[tx0 + 128];"));
+  EXPECT_TRUE(has(first, "B[tx0] = A[tx0];"));
+  EXPECT_TRUE(has(first, "X[tx0] = B[tx0];"));
+  // Without the base pointers every index carries the merged offset.
+  std::string unfolded =
+      function_text(generate(kTwoLaunches, {.fold_view_offsets = false}).code, "main_kernel");
+  EXPECT_TRUE(has(unfolded, "float* B = (float*)buf_dyn_shmem;"));
+  EXPECT_TRUE(has(unfolded, "B[tx0 + 128] = A[tx0];"));
   // Not live together: D reuses C's bytes. Extern array names are unique in the source.
   EXPECT_TRUE(has(second, "extern __shared__ __align__(64) uint8_t buf_dyn_shmem_1[];"));
   EXPECT_TRUE(has(second, "float* D = (float*)buf_dyn_shmem_1;"));
