@@ -2,8 +2,12 @@
 //
 //   primjit-opt FILE [--passes=P1,P2{key=value,...}] [--pipeline=default|default-no-cse]
 //   [--target=cuda|llvm|emu]
-//               [--verify-each] [--print-after-all] [--check-expected] [--emit=tir|llvm|cuda|ptx]
-//               [--list-passes] [--no-verify-input]
+//               [--verify-each] [--print-after-all] [--check-expected]
+//               [--emit=tir|llvm|llvm-opt|asm|cuda|ptx] [--list-passes] [--no-verify-input]
+//
+// --emit=llvm prints the host code as generated, llvm-opt after LLVM's optimizer and asm as the
+// host CPU's assembly: both from the JIT's own engine (its pipeline, options and opt level, for
+// this machine's CPU), so they show the code a variant runs, less the variant's symbol suffix.
 //
 // FILE may be "-" for standard input. The parsed module is verified before any pass runs,
 // unless --no-verify-input (for passes such as ConvertSSA that repair ill-formed IR).
@@ -41,6 +45,8 @@
 #include "jit/cuda/nvrtc_compiler.h"
 #include "jit/emu/differential.h"
 #include "jit/llvm/codegen_llvm.h"
+#include "jit/llvm/orc_engine.h"
+#include "primjit/jit.h"
 #endif
 
 namespace {
@@ -50,8 +56,11 @@ namespace pj = primjit;
 constexpr const char* kUsage =
     "usage: primjit-opt FILE [--passes=P1,P2] [--pipeline=default|default-no-cse]\n"
     "                   [--target=cuda|llvm|emu] [--verify-each] [--print-after-all]\n"
-    "                   [--check-expected] [--emit=tir|llvm|cuda|ptx] [--list-passes]\n"
-    "                   [--no-verify-input] [--check-semantics[=DIM=VALUE,...]] [--version]\n";
+    "                   [--check-expected] [--emit=tir|llvm|llvm-opt|asm|cuda|ptx]\n"
+    "                   [--list-passes] [--no-verify-input]\n"
+    "                   [--check-semantics[=DIM=VALUE,...]] [--version]\n"
+    "  --emit=llvm        host LLVM IR before LLVM's optimizer; llvm-opt: after it, as the JIT\n"
+    "                     optimizes it; asm: the assembly the JIT makes of it for this CPU\n";
 
 struct Options {
   std::string file;
@@ -89,8 +98,9 @@ Options parse_args(int argc, char** argv) {
           << "unknown --target '" << *v << "'; use cuda, llvm or emu";
       options.target = *v;
     } else if (auto v = value_of("--emit")) {
-      PRIMJIT_USER_CHECK(*v == "tir" || *v == "llvm" || *v == "cuda" || *v == "ptx")
-          << "unknown --emit '" << *v << "'; use tir, llvm, cuda or ptx";
+      PRIMJIT_USER_CHECK(*v == "tir" || *v == "llvm" || *v == "llvm-opt" || *v == "asm" ||
+                         *v == "cuda" || *v == "ptx")
+          << "unknown --emit '" << *v << "'; use tir, llvm, llvm-opt, asm, cuda or ptx";
       options.emit = *v;
     } else if (arg == "--verify-each") {
       options.verify_each = true;
@@ -373,9 +383,20 @@ int main_impl(int argc, char** argv) {
 #endif
   pj::IRModule result = run(parse_input(text, options), options);
 #if PRIMJIT_HAVE_JIT
-  if (options.emit == "llvm") {
+  if (options.emit == "llvm" || options.emit == "llvm-opt" || options.emit == "asm") {
     // The host code as generated (before LLVM's optimizations), for reading and FileCheck.
-    std::cout << pj::jit::to_llvm_text(pj::jit::codegen_llvm(pj::passes::lower_for_host(result)));
+    pj::jit::HostModule host = pj::jit::codegen_llvm(pj::passes::lower_for_host(result));
+    if (options.emit == "llvm") {
+      std::cout << pj::jit::to_llvm_text(host);
+      return 0;
+    }
+    // After LLVM's optimizer, or as assembly: compiled by the engine a Jit uses, at the opt
+    // level a Jit has by default (missed T.vectorized loops are logged as a Jit logs them).
+    pj::jit::OrcEngine engine(pj::jit::OrcOptions{.opt_level = pj::JitOptions{}.opt_level});
+    pj::jit::CompileDumps texts{.want_optimized_ir = options.emit == "llvm-opt",
+                                .want_assembly = options.emit == "asm"};
+    pj::jit::compile_object(engine, std::move(host), &texts);
+    std::cout << (options.emit == "asm" ? texts.assembly : texts.optimized_ir);
     return 0;
   }
   if (options.emit == "cuda" || options.emit == "ptx") {

@@ -3,7 +3,7 @@
 //   primjit-run FILE [--func NAME] [--target=llvm|cuda|emu] [--policy=exact|dynamic|auto|bucketed]
 //               --arg NAME=DTYPE[D0,D1,...]:INIT ... [--scalar NAME=VALUE]
 //               [--print NAME] [--checksum NAME] [--bench N] [--bench-json FILE]
-//               [--bench-bytes B] [--bench-flops F]
+//               [--bench-bytes B] [--bench-flops F] [--emit=llvm|llvm-opt|asm]
 //
 // Arguments are matched to parameters by buffer or parameter name. INIT is zeros, ones, iota
 // (0, 1, 2, ... in flat order) or random (seeded per argument: floats uniform in [0, 1),
@@ -23,6 +23,11 @@
 // without --bench, the number of calls is chosen by Kernel::benchmark's time budget.
 // --bench-bytes and --bench-flops give the bytes and floating-point operations of one call,
 // for GB/s and GFLOP/s.
+//
+// --emit=KIND prints the host code of the variant the call compiles, before the results: its
+// LLVM IR before LLVM's optimizer (llvm), after it (llvm-opt) or the assembly (asm). It is the
+// variant's PRIMJIT_DUMP file, written to a private directory that is removed afterwards;
+// while dumping, the JIT compiles the variant rather than loading it from a cache.
 #include <cctype>
 #include <cerrno>
 #include <cinttypes>
@@ -30,6 +35,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -65,12 +71,15 @@ constexpr const char* kUsage =
     "                   --arg NAME=DTYPE[D0,D1,...]:zeros|ones|iota|random ...\n"
     "                   [--scalar NAME=VALUE] [--print NAME] [--checksum NAME]\n"
     "                   [--bench N] [--bench-json FILE] [--bench-bytes B] [--bench-flops F]\n"
+    "                   [--emit=llvm|llvm-opt|asm]\n"
     "  --scalar NAME=V    an integer, or for floating parameters a number, inf, -inf or nan\n"
     "  --bench N          time N cached calls (after warm-up) and print their statistics\n"
     "  --bench-json FILE  write the statistics as JSON (without --bench: calls chosen by a\n"
     "                     time budget)\n"
     "  --bench-bytes B    bytes one call moves: report GB/s\n"
     "  --bench-flops F    floating-point operations of one call: report GFLOP/s\n"
+    "  --emit=KIND        print the compiled variant's host code first: LLVM IR before (llvm)\n"
+    "                     or after (llvm-opt) LLVM's optimizer, or its assembly (asm)\n"
     "  --version          print primjit's version\n";
 
 struct ArgSpec {
@@ -91,6 +100,7 @@ struct Options {
   std::string bench_json;
   double bench_bytes = 0;
   double bench_flops = 0;
+  std::string emit;  // llvm, llvm-opt or asm; empty: none
 };
 
 int64_t parse_int(const std::string& text, const std::string& what) {
@@ -220,6 +230,10 @@ Options parse_args(int argc, char** argv) {
       o.bench_bytes = parse_non_negative(*v, "--bench-bytes");
     } else if (auto v = value("--bench-flops")) {
       o.bench_flops = parse_non_negative(*v, "--bench-flops");
+    } else if (auto v = value("--emit")) {
+      PRIMJIT_USER_CHECK(*v == "llvm" || *v == "llvm-opt" || *v == "asm")
+          << "unknown --emit '" << *v << "'; use llvm, llvm-opt or asm";
+      o.emit = *v;
     } else if (arg == "-h" || arg == "--help") {
       std::cout << kUsage << pj::tools::kEnvironmentHelp;
       std::exit(0);
@@ -377,6 +391,56 @@ pj::PrimFunc pick_function(const pj::IRModule& module, const std::string& wanted
   return module->lookup(*name);
 }
 
+// --emit: the compiled variant's host code, through PRIMJIT_DUMP into a private directory of
+// its own, removed again when done.
+class EmitCapture {
+ public:
+  EmitCapture(const std::string& kind, const std::string& function) : kind_(kind) {
+    for (const char* name : {"PRIMJIT_DUMP", "PRIMJIT_DUMP_IR"}) {
+      const char* v = std::getenv(name);
+      PRIMJIT_USER_CHECK(v == nullptr || *v == 0)
+          << "--emit=" << kind << " and " << name << " both ask for dumps; unset " << name
+          << ", or drop --emit and read the files " << name << " writes";
+    }
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern =
+        std::string(tmp != nullptr && *tmp != 0 ? tmp : "/tmp") + "/primjit-emit-XXXXXX";
+    PRIMJIT_USER_CHECK(mkdtemp(pattern.data()) != nullptr)
+        << "--emit: cannot create a directory '" << pattern << "': " << std::strerror(errno)
+        << "; set TMPDIR to a writable directory";
+    dir_ = pattern;
+    setenv("PRIMJIT_DUMP", kind.c_str(), 1);
+    setenv("PRIMJIT_DUMP_DIR", dir_.c_str(), 1);
+    file_ = dir_ + "/" + function + ".v0/" +
+            (kind == "llvm"       ? "host.ll"
+             : kind == "llvm-opt" ? "host.opt.ll"
+                                  : "host.s");
+  }
+  ~EmitCapture() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  EmitCapture(const EmitCapture&) = delete;
+  EmitCapture& operator=(const EmitCapture&) = delete;
+
+  // The text, once the first call compiled the variant; later compiles dump nothing.
+  std::string take() {
+    unsetenv("PRIMJIT_DUMP");
+    unsetenv("PRIMJIT_DUMP_DIR");
+    std::ifstream in(file_);
+    PRIMJIT_USER_CHECK(in.good()) << "--emit=" << kind_ << ": the call compiled no host code ('"
+                                  << file_ << "' was not written)";
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+ private:
+  std::string kind_;
+  std::string dir_;
+  std::string file_;
+};
+
 int main_impl(int argc, char** argv) {
   Options o = parse_args(argc, argv);
   std::ifstream in(o.file);
@@ -450,6 +514,13 @@ int main_impl(int argc, char** argv) {
         << "--scalar " << n << " matches no parameter of '" << name << "'";
   }
 
+  std::optional<EmitCapture> emit;
+  if (!o.emit.empty()) {
+    PRIMJIT_USER_CHECK(target->kind != "emu")
+        << "--emit=" << o.emit << ": --target=emu runs in the interpreter and compiles no host "
+        << "code; use --target=llvm";
+    emit.emplace(o.emit, name);
+  }
   pj::Jit jit;
   pj::KernelOptions options;
   options.target = target;
@@ -464,6 +535,7 @@ int main_impl(int argc, char** argv) {
     return r;
   };
   PJValue result = call();
+  if (emit) std::cout << emit->take();
   for (auto& [n, d] : device_copies) {
     pj::Tensor back = d.to({kDLCPU, 0});
     std::memcpy(tensors.at(n).tensor().data<uint8_t>(), back.data<uint8_t>(), back.nbytes());

@@ -5,6 +5,7 @@
 #include <llvm/IR/MDBuilder.h>
 
 #include "jit/common/host_abi.h"
+#include "jit/llvm/missed_vectorization.h"
 #include "primjit/error.h"
 
 namespace primjit::jit {
@@ -147,18 +148,22 @@ void FunctionCodegen::serial_for(const Var& loop_var, Value* min, Value* extent,
     Value* next = b_.CreateAdd(i, llvm::ConstantInt::get(i->getType(), 1), "", true, true);
     i->addIncoming(next, b_.GetInsertBlock());
     llvm::BranchInst* latch = b_.CreateBr(head);
-    latch->setMetadata(llvm::LLVMContext::MD_loop, loop_metadata(kind));
+    latch->setMetadata(llvm::LLVMContext::MD_loop, loop_metadata(kind, loop_var));
   }
   b_.SetInsertPoint(end);
 }
 
-llvm::MDNode* FunctionCodegen::loop_metadata(ForKind kind) {
+llvm::MDNode* FunctionCodegen::loop_metadata(ForKind kind, const Var& loop_var) {
   std::vector<llvm::Metadata*> ops = {nullptr};
   auto flag = [&](const char* name) {
     ops.push_back(llvm::MDNode::get(
         m_.ctx, {llvm::MDString::get(m_.ctx, name), llvm::ConstantAsMetadata::get(b_.getTrue())}));
   };
-  if (kind == ForKind::kVectorized) flag("llvm.loop.vectorize.enable");
+  if (kind == ForKind::kVectorized) {
+    flag("llvm.loop.vectorize.enable");
+    // Names the loop in the warning when LLVM does not vectorize it (missed_vectorization.h).
+    ops.push_back(vectorized_loop_tag(m_.ctx, user_function(), loop_var->name));
+  }
   if (kind == ForKind::kUnrolled) {
     ops.push_back(
         llvm::MDNode::get(m_.ctx, {llvm::MDString::get(m_.ctx, "llvm.loop.unroll.full")}));
@@ -207,6 +212,7 @@ Value* FunctionCodegen::call_compute_scope(const Call* op) {
   f->addFnAttr(llvm::Attribute::NoInline);
   mark_glue_if_loopless(f, scope->body);
   FunctionCodegen inner(m_, f, /*returns_error=*/true);
+  inner.user_function_ = user_function();
   for (size_t i = 0; i < scope->params.size(); ++i) {
     const Var& param = scope->params[i];
     llvm::Argument* arg = f->getArg(static_cast<unsigned>(i));
@@ -261,6 +267,7 @@ Value* FunctionCodegen::parallel_for(const Call* op) {
       llvm::Function::InternalLinkage, name->value + m_.suffix, &m_.mod);
   m_.functions[name->value] = f;
   FunctionCodegen inner(m_, f, /*returns_error=*/true);
+  inner.user_function_ = user_function();
   llvm::Argument* begin = f->getArg(0);
   llvm::Argument* end = f->getArg(1);
   llvm::Argument* env = f->getArg(2);

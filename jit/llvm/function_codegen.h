@@ -191,6 +191,9 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
   Value* self_for(const std::string& kernel);
   // The function's IR name (its LLVM name without the module's symbol suffix).
   std::string ir_name() const;
+  // The function the user wrote that this code comes from (a compute scope or parallel task
+  // names its caller's), for messages.
+  std::string user_function() const { return user_function_.empty() ? ir_name() : user_function_; }
 
   Value* call_cpacked(const Call* op);
 
@@ -201,7 +204,7 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
 
   void serial_for(const Var& loop_var, Value* min, Value* extent, const Stmt& body, ForKind kind);
 
-  llvm::MDNode* loop_metadata(ForKind kind);
+  llvm::MDNode* loop_metadata(ForKind kind, const Var& loop_var);
 
   // The function (of calling convention `conv`) that `op` names first; such functions are
   // emitted where they are called, so the module keeps the order of first use.
@@ -220,7 +223,8 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
   llvm::Function* fn_;
   llvm::IRBuilder<> b_;
   bool returns_error_;
-  Value* self_ = nullptr;  // the kernel table; null in functions that launch no kernel
+  Value* self_ = nullptr;      // the kernel table; null in functions that launch no kernel
+  std::string user_function_;  // see user_function(); empty: this function
   std::unordered_map<const VarNode*, Value*> vars_;
 };
 

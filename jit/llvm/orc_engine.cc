@@ -23,6 +23,8 @@
 #include <mutex>
 #include <vector>
 
+#include "jit/llvm/codegen_llvm.h"
+#include "jit/llvm/missed_vectorization.h"
 #include "primjit/error.h"
 #include "primjit/log.h"
 
@@ -207,7 +209,8 @@ struct OrcEngine::Impl {
     std::unique_ptr<llvm::MemoryBuffer> object;
     try {
       if (dumps != nullptr && dumps->want_ir) dumps->ir = module_text(module);
-      optimize(module, *machine, options.opt_level);
+      // A T.vectorized loop that LLVM leaves scalar is logged with LLVM's reasons.
+      watch_vectorization(module, [&] { optimize(module, *machine, options.opt_level); });
       if (dumps != nullptr && dumps->want_optimized_ir) dumps->optimized_ir = module_text(module);
       if (dumps != nullptr && dumps->want_assembly) {
         dumps->assembly = assembly_text(module, *machine);
@@ -355,6 +358,10 @@ const std::string& OrcEngine::target_triple() const { return impl_->triple; }
 const std::string& OrcEngine::cpu_name() const { return impl_->cpu; }
 const std::string& OrcEngine::cpu_features() const { return impl_->features; }
 int OrcEngine::opt_level() const { return impl_->options.opt_level; }
+
+std::string compile_object(OrcEngine& engine, HostModule&& host, CompileDumps* dumps) {
+  return engine.compile_object(std::move(host.module), std::move(host.context), dumps);
+}
 
 std::string llvm_version() { return LLVM_VERSION_STRING; }
 

@@ -20,6 +20,8 @@ class Module;
 
 namespace primjit::jit {
 
+struct HostModule;  // jit/llvm/codegen_llvm.h
+
 /// A function with this string attribute is glue (argument checks, shape binds, launches, no
 /// loop): at opt_level > 0 the engine gives it a light function pipeline, then keeps it out of
 /// the full pipeline and the optimizing instruction selector (optnone), which is most of what
@@ -93,6 +95,10 @@ class OrcEngine {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// OrcEngine::compile_object for the output of host code generation, for callers without LLVM
+/// headers (primjit-opt's --emit=llvm-opt and --emit=asm).
+std::string compile_object(OrcEngine& engine, HostModule&& host, CompileDumps* dumps);
 
 /// Version of the LLVM primjit is built against, e.g. "19.1.7".
 std::string llvm_version();
