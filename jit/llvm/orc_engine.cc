@@ -86,8 +86,10 @@ llvm::CodeGenOptLevel codegen_level(int level) {
 
 // Runs the pipeline for `level` on `module`; glue functions get the light pipeline and are
 // kept out of the full one. A module of glue only (`glue_only`) skips the module pipeline.
-void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level,
-              bool glue_only = false) {
+// `honour_optnone` keeps the pipeline off glue (the light pipeline is all it gets); without it
+// the pipeline still optimizes glue's IR (only instruction selection sees `optnone`).
+void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level, bool glue_only,
+              bool honour_optnone) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -96,7 +98,7 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level,
   // (GVN and jump threading on a wrapper of a thousand checks took most of its compile).
   llvm::PassInstrumentationCallbacks callbacks;
   llvm::OptNoneInstrumentation optnone(/*DebugLogging=*/false);
-  optnone.registerCallbacks(callbacks);
+  if (honour_optnone) optnone.registerCallbacks(callbacks);
   llvm::PassBuilder builder(&machine, llvm::PipelineTuningOptions(), std::nullopt, &callbacks);
   builder.registerModuleAnalyses(mam);
   builder.registerCGSCCAnalyses(cgam);
@@ -151,6 +153,21 @@ std::set<std::string> glue_function_names(const llvm::Module& module) {
     if (!f.isDeclaration() && f.hasFnAttribute(kGlueFunctionAttr)) names.insert(f.getName().str());
   }
   return names;
+}
+
+// Glue with fewer instructions than this is compiled with the loop nests, by the full pipeline
+// and the optimizing code generator: a wrapper runs on every call, and the fast register
+// allocator's spills made a wrapper of 3 tensors 20 % slower per call (16 tensors: 40 %).
+// Larger glue (beyond about 35 tensor parameters) is compiled apart, which keeps the compile
+// linear in the number of parameters (the optimizing allocator took minutes on 1,000).
+constexpr size_t kGlueApartInstructions = 8192;
+
+size_t glue_instructions(const llvm::Module& module, const std::set<std::string>& glue) {
+  size_t count = 0;
+  for (const llvm::Function& f : module) {
+    if (!f.isDeclaration() && glue.count(f.getName().str()) > 0) count += f.getInstructionCount();
+  }
+  return count;
 }
 
 // Whether `value` is used outside the functions for which `inside` holds (a use by a constant
@@ -364,11 +381,12 @@ struct OrcEngine::Impl {
     // The parts, each with whether it is glue only.
     const std::set<std::string> glue =
         options.opt_level > 0 ? glue_function_names(module) : std::set<std::string>();
-    std::unique_ptr<llvm::Module> nests = split_glue(module, glue);
+    const bool apart = !glue.empty() && glue_instructions(module, glue) >= kGlueApartInstructions;
+    std::unique_ptr<llvm::Module> nests = apart ? split_glue(module, glue) : nullptr;
     std::vector<std::pair<llvm::Module*, bool>> parts{{&module, nests != nullptr}};
     if (nests != nullptr) {
       parts.emplace_back(nests.get(), false);
-    } else if (!glue.empty()) {
+    } else if (apart) {
       parts[0].second = std::all_of(module.begin(), module.end(), [&](const llvm::Function& f) {
         return f.isDeclaration() || glue.count(f.getName().str()) > 0;
       });
@@ -378,7 +396,7 @@ struct OrcEngine::Impl {
     for (auto [part, glue_only] : parts) {
       std::unique_ptr<llvm::TargetMachine> machine = borrow_machine(glue_only);
       try {
-        optimize(*part, *machine, options.opt_level, glue_only);
+        optimize(*part, *machine, options.opt_level, glue_only, /*honour_optnone=*/apart);
         if ((dumps != nullptr && dumps->want_optimized_ir) ||
             (options.keep_optimized_ir && optimized != nullptr)) {
           optimized_text += module_text(*part);

@@ -131,23 +131,27 @@ TEST(HostGlue, GlueGetsTheLightPipelineAndLoopsTheFullOne) {
   engine.remove(key);
 }
 
-// Glue and loop nests are compiled to two objects, which one bundle carries through a cache;
-// a damaged bundle is an error that names the module.
+// Large glue and the loop nests are compiled to two objects, which one bundle carries
+// through a cache; a damaged bundle is an error that names the module.
 TEST(HostGlue, GlueAndLoopNestsLinkFromOneBundle) {
+  constexpr int kParams = 60;  // a wrapper large enough to be compiled apart
   OrcEngine engine;
-  HostImage image = compile_host(engine, lower(kVectorAdd));
-  const std::string& object = image.object;
+  HostImage image = compile_host(engine, lower(many_params(kParams)));
   engine.register_runtime_once(register_host_runtime);
-  OrcEngine::ModuleKey key = engine.add_object(object, "vadd bundle");
-  auto* fn = reinterpret_cast<PJPackedFunc>(engine.lookup("vadd" + image.suffix));
-  Vector a(3), b(3), c(3);
-  b.data = {1, 2, 3};
-  PJValue args[] = {a.arg(), b.arg(), c.arg()};
-  call_packed(HostEntry{fn, nullptr}, args, 3);
-  EXPECT_EQ(c.data, (std::vector<float>{2, 3, 4}));
+  OrcEngine::ModuleKey key = engine.add_object(image.object, "many bundle");
+  auto* fn = reinterpret_cast<PJPackedFunc>(engine.lookup("f" + image.suffix));
+  std::vector<std::unique_ptr<Vector>> vectors;
+  std::vector<PJValue> args;
+  for (int k = 0; k < kParams; ++k) {
+    vectors.push_back(std::make_unique<Vector>(3));
+    args.push_back(vectors.back()->arg());
+  }
+  vectors.back()->data = {1, 2, 3};
+  call_packed(HostEntry{fn, nullptr}, args.data(), kParams);
+  EXPECT_EQ(vectors[0]->data, (std::vector<float>{2, 3, 4}));
   engine.remove(key);
-  EXPECT_ERROR_CONTAINS(engine.add_object(object.substr(0, object.size() / 2), "vadd half"),
-                        "cannot link 'vadd half': its object bundle is truncated");
+  EXPECT_ERROR_CONTAINS(engine.add_object(image.object.substr(0, image.object.size() / 2), "half"),
+                        "cannot link 'half': its object bundle is truncated");
 }
 
 }  // namespace
