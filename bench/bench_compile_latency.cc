@@ -96,7 +96,7 @@ void BM_ManyParams(benchmark::State& state) {
   }
   state.counters["ir_kb"] = ir_bytes / 1024;
 }
-BENCHMARK(BM_ManyParams)->Arg(10)->Arg(100)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ManyParams)->Arg(10)->Arg(100)->Arg(300)->Arg(1000)->Unit(benchmark::kMillisecond);
 
 constexpr const char* kVectorAddTir = R"(
 @T.prim_func

@@ -10,6 +10,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Passes/StandardInstrumentations.h>
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -19,8 +20,10 @@
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "jit/llvm/codegen_llvm.h"
@@ -83,12 +86,22 @@ llvm::CodeGenOptLevel codegen_level(int level) {
   }
 }
 
-void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level) {
+// Runs the pipeline for `level` on `module`; glue functions get the light pipeline and are
+// kept out of the full one. A module of glue only (`glue_only`) skips the module pipeline.
+// `honour_optnone` keeps the pipeline off glue (the light pipeline is all it gets); without it
+// the pipeline still optimizes glue's IR (only instruction selection sees `optnone`).
+void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level, bool glue_only,
+              bool honour_optnone) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder builder(&machine);
+  // Without this instrumentation the pipelines ignore `optnone` and run every pass on glue
+  // (GVN and jump threading on a wrapper of a thousand checks took most of its compile).
+  llvm::PassInstrumentationCallbacks callbacks;
+  llvm::OptNoneInstrumentation optnone(/*DebugLogging=*/false);
+  if (honour_optnone) optnone.registerCallbacks(callbacks);
+  llvm::PassBuilder builder(&machine, llvm::PipelineTuningOptions(), std::nullopt, &callbacks);
   builder.registerModuleAnalyses(mam);
   builder.registerCGSCCAnalyses(cgam);
   builder.registerFunctionAnalyses(fam);
@@ -108,6 +121,7 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level) {
       f.addFnAttr(llvm::Attribute::OptimizeNone);
     }
   }
+  if (glue_only) return;
   llvm::ModulePassManager pipeline =
       level == 0 ? builder.buildO0DefaultPipeline(opt) : builder.buildPerModuleDefaultPipeline(opt);
   pipeline.run(module, mam);
@@ -133,6 +147,149 @@ std::string assembly_text(const llvm::Module& module, llvm::TargetMachine& machi
   return std::string(text.str());
 }
 
+// Names of the functions `module` defines as glue (kGlueFunctionAttr), taken before the
+// optimizer removes the attribute.
+std::set<std::string> glue_function_names(const llvm::Module& module) {
+  std::set<std::string> names;
+  for (const llvm::Function& f : module) {
+    if (!f.isDeclaration() && f.hasFnAttribute(kGlueFunctionAttr)) names.insert(f.getName().str());
+  }
+  return names;
+}
+
+// Glue with fewer instructions than this is compiled with the loop nests, by the full pipeline
+// and the optimizing code generator: a wrapper runs on every call, and the fast register
+// allocator's spills made a wrapper of 3 tensors 20 % slower per call (16 tensors: 40 %).
+// Larger glue (beyond about 35 tensor parameters) is compiled apart, which keeps the compile
+// linear in the number of parameters (the optimizing allocator took minutes on 1,000).
+constexpr size_t kGlueApartInstructions = 8192;
+
+size_t glue_instructions(const llvm::Module& module, const std::set<std::string>& glue) {
+  size_t count = 0;
+  for (const llvm::Function& f : module) {
+    if (!f.isDeclaration() && glue.count(f.getName().str()) > 0) count += f.getInstructionCount();
+  }
+  return count;
+}
+
+// Whether `value` is used outside the functions for which `inside` holds (a use by a constant
+// expression or a global's initializer counts as outside).
+template <typename Inside>
+bool used_outside(const llvm::GlobalValue& value, const Inside& inside) {
+  for (const llvm::User* user : value.users()) {
+    const auto* instruction = llvm::dyn_cast<llvm::Instruction>(user);
+    if (instruction == nullptr || !inside(*instruction->getFunction())) return true;
+  }
+  return false;
+}
+
+// Moves the functions of `module` that are not glue (`glue`: the names of those that are)
+// into a module of their own, which is returned; null when there is nothing to split (no glue,
+// only glue, or a module shape this does not handle). The two are optimized and compiled
+// apart: the register allocator is chosen per target machine, and the optimizing one is
+// superlinear on a long wrapper with many live values, so glue gets the light pipeline and a
+// machine at CodeGenOptLevel::None (fast register allocation), and the loop nests keep the full
+// pipeline and code generator (whose module passes then never walk the glue). Local functions
+// called across the two become external under their own names (primjit's code generator
+// suffixes every name per image, so they stay unique in the JIT session); local constants are
+// copied to both.
+std::unique_ptr<llvm::Module> split_glue(llvm::Module& module, const std::set<std::string>& glue) {
+  auto is_glue = [&](const llvm::Function& f) { return glue.count(f.getName().str()) > 0; };
+  bool any_glue = false, any_other = false;
+  for (const llvm::Function& f : module) {
+    if (f.isDeclaration()) continue;
+    (is_glue(f) ? any_glue : any_other) = true;
+  }
+  if (!any_glue || !any_other || !module.alias_empty() || !module.ifunc_empty()) return nullptr;
+  for (const llvm::GlobalVariable& g : module.globals()) {
+    if (g.hasAppendingLinkage() || g.hasComdat()) return nullptr;
+  }
+  for (const llvm::Function& f : module) {
+    if (f.hasComdat()) return nullptr;
+  }
+  // Locals the other side refers to become external (a clone's reference to them is a
+  // declaration); constant local variables are copied instead.
+  for (llvm::Function& f : module) {
+    if (f.isDeclaration() || !f.hasLocalLinkage()) continue;
+    f.removeDeadConstantUsers();
+    const bool side = is_glue(f);
+    if (used_outside(f, [&](const llvm::Function& user) { return is_glue(user) == side; })) {
+      f.setLinkage(llvm::GlobalValue::ExternalLinkage);
+      f.setVisibility(llvm::GlobalValue::DefaultVisibility);
+    }
+  }
+  for (llvm::GlobalVariable& g : module.globals()) {
+    if (g.isDeclaration() || !g.hasLocalLinkage() || g.isConstant()) continue;
+    g.removeDeadConstantUsers();
+    if (used_outside(g, is_glue)) g.setLinkage(llvm::GlobalValue::ExternalLinkage);
+  }
+  // Cloning the loop nests is cheap; the glue (a thousand parameters' checks) stays in place.
+  llvm::ValueToValueMapTy map;
+  std::unique_ptr<llvm::Module> nests =
+      llvm::CloneModule(module, map, [&](const llvm::GlobalValue* value) {
+        if (const auto* f = llvm::dyn_cast<llvm::Function>(value)) return !is_glue(*f);
+        const auto* g = llvm::dyn_cast<llvm::GlobalVariable>(value);
+        return g != nullptr && g->hasLocalLinkage() && g->isConstant();
+      });
+  nests->setModuleIdentifier(module.getModuleIdentifier() + ".nests");
+  for (llvm::Function& f : *nests) {
+    if (f.isDeclaration()) f.removeFnAttr(kGlueFunctionAttr);
+  }
+  for (llvm::Function& f : module) {
+    if (!f.isDeclaration() && !is_glue(f)) f.deleteBody();
+  }
+  // Constants only the other module used.
+  for (llvm::Module* m : {&module, nests.get()}) {
+    for (auto it = m->global_begin(); it != m->global_end();) {
+      llvm::GlobalVariable& g = *it++;
+      g.removeDeadConstantUsers();
+      if (g.hasLocalLinkage() && g.use_empty()) g.eraseFromParent();
+    }
+  }
+  return nests;
+}
+
+// A compiled module is one object, or several (glue and loop nests) in a bundle: the magic
+// below, then for each object its size (8 bytes, little endian) and its bytes.
+constexpr char kBundleMagic[] = "\x7fPJOBJS";
+constexpr size_t kBundleMagicSize = sizeof(kBundleMagic) - 1;
+
+std::string bundle_objects(const std::vector<std::unique_ptr<llvm::MemoryBuffer>>& objects) {
+  if (objects.size() == 1) return objects[0]->getBuffer().str();
+  std::string out(kBundleMagic, kBundleMagicSize);
+  for (const auto& object : objects) {
+    uint64_t size = object->getBufferSize();
+    for (int byte = 0; byte < 8; ++byte) out.push_back(static_cast<char>(size >> (8 * byte)));
+    out.append(object->getBufferStart(), object->getBufferSize());
+  }
+  return out;
+}
+
+// The objects of a bundle (or the one object that is not a bundle), as views into `data`.
+std::vector<std::string_view> unbundle_objects(std::string_view data, std::string_view name) {
+  if (data.substr(0, kBundleMagicSize) != std::string_view(kBundleMagic, kBundleMagicSize)) {
+    return {data};
+  }
+  std::vector<std::string_view> objects;
+  size_t at = kBundleMagicSize;
+  while (at < data.size()) {
+    uint64_t size = 0;
+    PRIMJIT_USER_CHECK(data.size() - at >= 8)
+        << "cannot link '" << name << "': its object bundle is truncated (a corrupt cache entry? "
+        << "clear the cache)";
+    for (int byte = 0; byte < 8; ++byte) {
+      size |= uint64_t{static_cast<unsigned char>(data[at + byte])} << (8 * byte);
+    }
+    at += 8;
+    PRIMJIT_USER_CHECK(size <= data.size() - at)
+        << "cannot link '" << name << "': its object bundle is truncated (a corrupt cache entry? "
+        << "clear the cache)";
+    objects.push_back(data.substr(at, size));
+    at += size;
+  }
+  return objects;
+}
+
 }  // namespace
 
 struct OrcEngine::Impl {
@@ -143,9 +300,11 @@ struct OrcEngine::Impl {
   std::string cpu;
   std::string features;
 
-  // TargetMachines are not thread-safe; each compile borrows one from this pool.
+  // TargetMachines are not thread-safe; each compile borrows one from a pool: machine_pool's
+  // generate code at the engine's level, glue_pool's at CodeGenOptLevel::None (split_glue).
   std::mutex pool_mutex;
   std::vector<std::unique_ptr<llvm::TargetMachine>> machine_pool;
+  std::vector<std::unique_ptr<llvm::TargetMachine>> glue_pool;
 
   // Registered modules: their trackers and (optionally) optimized IR.
   mutable std::mutex modules_mutex;
@@ -154,33 +313,47 @@ struct OrcEngine::Impl {
   std::map<ModuleKey, std::string> kept_ir;
   std::once_flag runtime_once;
 
-  std::unique_ptr<llvm::TargetMachine> borrow_machine() {
+  std::unique_ptr<llvm::TargetMachine> borrow_machine(bool glue = false) {
     {
       std::lock_guard<std::mutex> lock(pool_mutex);
-      if (!machine_pool.empty()) {
-        auto machine = std::move(machine_pool.back());
-        machine_pool.pop_back();
+      auto& pool = glue ? glue_pool : machine_pool;
+      if (!pool.empty()) {
+        auto machine = std::move(pool.back());
+        pool.pop_back();
         return machine;
       }
     }
-    return take(machine_builder.createTargetMachine(), "cannot create an LLVM target machine");
+    if (!glue) {
+      return take(machine_builder.createTargetMachine(), "cannot create an LLVM target machine");
+    }
+    llvm::orc::JITTargetMachineBuilder builder = machine_builder;
+    builder.setCodeGenOptLevel(llvm::CodeGenOptLevel::None);
+    return take(builder.createTargetMachine(), "cannot create an LLVM target machine");
   }
 
-  void return_machine(std::unique_ptr<llvm::TargetMachine> machine) {
+  void return_machine(std::unique_ptr<llvm::TargetMachine> machine, bool glue = false) {
     std::lock_guard<std::mutex> lock(pool_mutex);
-    machine_pool.push_back(std::move(machine));
+    (glue ? glue_pool : machine_pool).push_back(std::move(machine));
   }
 
   ModuleKey compile_and_link(llvm::Module& module, bool user_input) {
     std::string optimized;
-    std::unique_ptr<llvm::MemoryBuffer> object = compile(module, user_input, &optimized);
-    return link(std::move(object), module.getModuleIdentifier(), std::move(optimized));
+    std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects =
+        compile(module, user_input, &optimized);
+    return link(std::move(objects), module.getModuleIdentifier(), std::move(optimized));
   }
 
-  ModuleKey link(std::unique_ptr<llvm::MemoryBuffer> object, const std::string& name,
+  // Links the objects of one module under one tracker.
+  ModuleKey link(std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects, const std::string& name,
                  std::string optimized) {
     llvm::orc::ResourceTrackerSP tracker = jit->getMainJITDylib().createResourceTracker();
-    check(jit->addObjectFile(tracker, std::move(object)), "cannot link module '" + name + "'");
+    for (auto& object : objects) {
+      llvm::Error error = jit->addObjectFile(tracker, std::move(object));
+      if (error) {
+        llvm::consumeError(tracker->remove());
+        check(std::move(error), "cannot link module '" + name + "'");
+      }
+    }
     std::lock_guard<std::mutex> lock(modules_mutex);
     ModuleKey key = next_key++;
     trackers.emplace(key, tracker);
@@ -188,11 +361,12 @@ struct OrcEngine::Impl {
     return key;
   }
 
-  // Verifies, optimizes and compiles `module` to an object; its optimized IR goes to
-  // `optimized` (when not null) if the engine keeps it, and the texts `dumps` asks for to it.
-  std::unique_ptr<llvm::MemoryBuffer> compile(llvm::Module& module, bool user_input,
-                                              std::string* optimized,
-                                              CompileDumps* dumps = nullptr) {
+  // Verifies, optimizes and compiles `module` to objects (one, or glue and loop nests: see
+  // split_glue); its optimized IR goes to `optimized` (when not null) if the engine keeps it,
+  // and the texts `dumps` asks for to it.
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> compile(llvm::Module& module, bool user_input,
+                                                           std::string* optimized,
+                                                           CompileDumps* dumps = nullptr) {
     std::string problems;
     llvm::raw_string_ostream problem_stream(problems);
     if (llvm::verifyModule(module, &problem_stream)) {
@@ -204,30 +378,48 @@ struct OrcEngine::Impl {
     }
     module.setDataLayout(jit->getDataLayout());
     module.setTargetTriple(triple);
+    if (dumps != nullptr && dumps->want_ir) dumps->ir = module_text(module);
 
-    std::unique_ptr<llvm::TargetMachine> machine = borrow_machine();
-    std::unique_ptr<llvm::MemoryBuffer> object;
-    try {
-      if (dumps != nullptr && dumps->want_ir) dumps->ir = module_text(module);
-      // A T.vectorized loop that LLVM leaves scalar is logged with LLVM's reasons.
-      watch_vectorization(module, [&] { optimize(module, *machine, options.opt_level); });
-      if (dumps != nullptr && dumps->want_optimized_ir) dumps->optimized_ir = module_text(module);
-      if (dumps != nullptr && dumps->want_assembly) {
-        dumps->assembly = assembly_text(module, *machine);
+    // The parts, each with whether it is glue only.
+    const std::set<std::string> glue =
+        options.opt_level > 0 ? glue_function_names(module) : std::set<std::string>();
+    const bool apart = !glue.empty() && glue_instructions(module, glue) >= kGlueApartInstructions;
+    std::unique_ptr<llvm::Module> nests = apart ? split_glue(module, glue) : nullptr;
+    std::vector<std::pair<llvm::Module*, bool>> parts{{&module, nests != nullptr}};
+    if (nests != nullptr) {
+      parts.emplace_back(nests.get(), false);
+    } else if (apart) {
+      parts[0].second = std::all_of(module.begin(), module.end(), [&](const llvm::Function& f) {
+        return f.isDeclaration() || glue.count(f.getName().str()) > 0;
+      });
+    }
+    std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;
+    std::string optimized_text;
+    for (auto [part, glue_only] : parts) {
+      std::unique_ptr<llvm::TargetMachine> machine = borrow_machine(glue_only);
+      try {
+        // A T.vectorized loop that LLVM leaves scalar is logged with LLVM's reasons.
+        watch_vectorization(*part, [&] {
+          optimize(*part, *machine, options.opt_level, glue_only, /*honour_optnone=*/apart);
+        });
+        if ((dumps != nullptr && dumps->want_optimized_ir) ||
+            (options.keep_optimized_ir && optimized != nullptr)) {
+          optimized_text += module_text(*part);
+        }
+        if (dumps != nullptr && dumps->want_assembly) {
+          dumps->assembly += assembly_text(*part, *machine);
+        }
+        llvm::orc::SimpleCompiler compiler(*machine);
+        objects.push_back(take(compiler(*part), "LLVM code generation failed"));
+      } catch (...) {
+        return_machine(std::move(machine), glue_only);
+        throw;
       }
-      llvm::orc::SimpleCompiler compiler(*machine);
-      object = take(compiler(module), "LLVM code generation failed");
-    } catch (...) {
-      return_machine(std::move(machine));
-      throw;
+      return_machine(std::move(machine), glue_only);
     }
-    return_machine(std::move(machine));
-
-    if (options.keep_optimized_ir && optimized != nullptr) {
-      llvm::raw_string_ostream stream(*optimized);
-      module.print(stream, nullptr);
-    }
-    return object;
+    if (dumps != nullptr && dumps->want_optimized_ir) dumps->optimized_ir = optimized_text;
+    if (options.keep_optimized_ir && optimized != nullptr) *optimized = std::move(optimized_text);
+    return objects;
   }
 };
 
@@ -274,15 +466,17 @@ std::string OrcEngine::compile_object(std::unique_ptr<llvm::Module> module,
       << "compile_object needs a module and context";
   PRIMJIT_ICHECK(&module->getContext() == context.get()) << "module does not belong to context";
   // No optimized IR is kept: the object may be linked elsewhere (another process).
-  std::unique_ptr<llvm::MemoryBuffer> object =
-      impl_->compile(*module, /*user_input=*/false, /*optimized=*/nullptr, dumps);
-  return object->getBuffer().str();
+  return bundle_objects(
+      impl_->compile(*module, /*user_input=*/false, /*optimized=*/nullptr, dumps));
 }
 
 OrcEngine::ModuleKey OrcEngine::add_object(std::string_view object, std::string_view name) {
-  std::unique_ptr<llvm::MemoryBuffer> buffer = llvm::MemoryBuffer::getMemBufferCopy(
-      llvm::StringRef(object.data(), object.size()), llvm::StringRef(name.data(), name.size()));
-  return impl_->link(std::move(buffer), std::string(name), "");
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> buffers;
+  for (std::string_view part : unbundle_objects(object, name)) {
+    buffers.push_back(llvm::MemoryBuffer::getMemBufferCopy(
+        llvm::StringRef(part.data(), part.size()), llvm::StringRef(name.data(), name.size())));
+  }
+  return impl_->link(std::move(buffers), std::string(name), "");
 }
 
 OrcEngine::ModuleKey OrcEngine::add_ir_text(std::string_view ir_text,

@@ -25,7 +25,9 @@ struct HostModule;  // jit/llvm/codegen_llvm.h
 /// A function with this string attribute is glue (argument checks, shape binds, launches, no
 /// loop): at opt_level > 0 the engine gives it a light function pipeline, then keeps it out of
 /// the full pipeline and the optimizing instruction selector (optnone), which is most of what
-/// a small module's compile used to cost.
+/// a small module's compile used to cost. Large glue (a wrapper of many parameters) is
+/// optimized and compiled apart from the loop nests, its machine code at CodeGenOptLevel::None
+/// (fast register allocation, linear in the wrapper's size).
 inline constexpr const char* kGlueFunctionAttr = "primjit-glue";
 
 struct OrcOptions {
@@ -62,7 +64,8 @@ class OrcEngine {
   ModuleKey add_ir_text(std::string_view ir_text, std::string_view module_name);
   /// Verifies, optimizes and compiles a module to a relocatable object for this engine's
   /// target, without linking it (for a cache: add_object links it later, in any process whose
-  /// engine has the same target_triple, cpu_name, cpu_features and opt_level).
+  /// engine has the same target_triple, cpu_name, cpu_features and opt_level). A module with
+  /// large glue and loop nests gives two objects in one bundle, which add_object understands.
   /// `dumps`, when given, receives the texts it asks for.
   std::string compile_object(std::unique_ptr<llvm::Module> module,
                              std::unique_ptr<llvm::LLVMContext> context,

@@ -25,7 +25,7 @@ using KernelResolver = std::function<KernelHandle*(const std::string& kernel_sym
 /// A module's host code compiled to an object, with everything linking it needs: what the
 /// disk cache stores. Valid for engines with the same target, CPU, features and opt level.
 struct HostImage {
-  std::string object;  // relocatable object (ELF)
+  std::string object;  // relocatable object (ELF), or a bundle of them (OrcEngine)
   /// Appended to every symbol the object defines (e.g. "main" is "main.pj3f2a..."), so any
   /// number of variants can be linked into one engine.
   std::string suffix;

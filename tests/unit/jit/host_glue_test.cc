@@ -58,27 +58,31 @@ struct Vector {
   }
 };
 
-// A hundred parameters compile, run, and a bad last argument still gets the whole message.
-// (A thousand still take LLVM's register allocator too long on the wrapper for a unit test.)
-TEST(HostGlue, AHundredParametersCompileAndCheckTheirArguments) {
+// A thousand parameters compile, run, and a bad last argument still gets the whole message.
+// (The wrapper's code is generated at CodeGenOptLevel::None: the optimizing register allocator
+// took minutes on it.)
+TEST(HostGlue, AThousandParametersCompileAndCheckTheirArguments) {
+  constexpr int kParams = 1000;
   OrcEngine engine;
-  HostProgram program(engine, lower(many_params(100)));
+  HostProgram program(engine, lower(many_params(kParams)));
   HostEntry f = program.function("f");
   std::vector<std::unique_ptr<Vector>> vectors;
   std::vector<PJValue> args;
-  for (int k = 0; k < 100; ++k) {
-    vectors.push_back(std::make_unique<Vector>(k == 99 ? 5 : 4));
+  for (int k = 0; k < kParams; ++k) {
+    vectors.push_back(std::make_unique<Vector>(k == kParams - 1 ? 5 : 4));
     args.push_back(vectors.back()->arg());
   }
-  EXPECT_ERROR_CONTAINS(call_packed(f, args.data(), 100),
-                        "Mismatched A99.shape[0] on argument #99 when calling:\n  `f(A0: "
+  EXPECT_ERROR_CONTAINS(call_packed(f, args.data(), kParams),
+                        "Mismatched A999.shape[0] on argument #999 when calling:\n  `f(A0: "
                         "Tensor([m], float32), A1: Tensor([m], float32)");
-  EXPECT_ERROR_CONTAINS(call_packed(f, args.data(), 100),
-                        "A99: Tensor([m], float32))`,\n  expected to match A0.shape[0], got 5");
+  EXPECT_ERROR_CONTAINS(call_packed(f, args.data(), kParams),
+                        "A999: Tensor([m], float32))`,\n  expected to match A0.shape[0], got 5");
+  EXPECT_ERROR_CONTAINS(call_packed(f, args.data(), kParams - 1),
+                        "Expected 1000 arguments when calling:\n  `f(A0: Tensor([m], float32)");
   Vector last(4);
   last.data = {1, 2, 3, 4};
-  args[99] = last.arg();
-  call_packed(f, args.data(), 100);
+  args[kParams - 1] = last.arg();
+  call_packed(f, args.data(), kParams);
   EXPECT_EQ(vectors[0]->data, (std::vector<float>{2, 3, 4, 5}));
 }
 
@@ -125,6 +129,29 @@ TEST(HostGlue, GlueGetsTheLightPipelineAndLoopsTheFullOne) {
   EXPECT_EQ(ir.find(kGlueFunctionAttr), std::string::npos) << ir;
   EXPECT_NE(ir.find(" x float>"), std::string::npos) << ir;
   engine.remove(key);
+}
+
+// Large glue and the loop nests are compiled to two objects, which one bundle carries
+// through a cache; a damaged bundle is an error that names the module.
+TEST(HostGlue, GlueAndLoopNestsLinkFromOneBundle) {
+  constexpr int kParams = 60;  // a wrapper large enough to be compiled apart
+  OrcEngine engine;
+  HostImage image = compile_host(engine, lower(many_params(kParams)));
+  engine.register_runtime_once(register_host_runtime);
+  OrcEngine::ModuleKey key = engine.add_object(image.object, "many bundle");
+  auto* fn = reinterpret_cast<PJPackedFunc>(engine.lookup("f" + image.suffix));
+  std::vector<std::unique_ptr<Vector>> vectors;
+  std::vector<PJValue> args;
+  for (int k = 0; k < kParams; ++k) {
+    vectors.push_back(std::make_unique<Vector>(3));
+    args.push_back(vectors.back()->arg());
+  }
+  vectors.back()->data = {1, 2, 3};
+  call_packed(HostEntry{fn, nullptr}, args.data(), kParams);
+  EXPECT_EQ(vectors[0]->data, (std::vector<float>{2, 3, 4}));
+  engine.remove(key);
+  EXPECT_ERROR_CONTAINS(engine.add_object(image.object.substr(0, image.object.size() / 2), "half"),
+                        "cannot link 'half': its object bundle is truncated");
 }
 
 }  // namespace
