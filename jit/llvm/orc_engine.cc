@@ -317,12 +317,13 @@ void* OrcEngine::lookup(std::string_view symbol) {
   auto address = impl_->jit->lookup(llvm::StringRef(symbol.data(), symbol.size()));
   if (!address) {
     std::string error = to_string(address.takeError());
-    if (!t_session_error.empty() && t_session_error.find("_ZGV") != std::string::npos &&
-        !impl_->vector_math_error.empty()) {
+    if (t_session_error.find("_ZGV") != std::string::npos) {
       PRIMJIT_USER_ERROR() << "cannot link '" << symbol << "': its vectorized math needs "
-                           << kVectorMathLibrary << " (glibc's vector math library, glibc 2.35 "
-                           << "or newer), which cannot be loaded: " << impl_->vector_math_error
-                           << "; install it (Debian: libc6) or run on a host that has it";
+                           << kVectorMathLibrary << " (glibc's vector math library; glibc 2.35 "
+                           << "or newer has every function primjit calls): "
+                           << (impl_->vector_math_error.empty() ? t_session_error
+                                                                : impl_->vector_math_error)
+                           << "; run on a host with glibc 2.35 or newer (Debian 12: libc6)";
     }
     if (!t_session_error.empty()) {
       PRIMJIT_USER_ERROR() << "cannot link '" << symbol << "': " << t_session_error

@@ -23,6 +23,7 @@
 #include "primjit/jit.h"
 #include "primjit/passes.h"
 #include "primjit/tensor.h"
+#include "tests/unit/test_util.h"
 
 namespace primjit {
 namespace {
@@ -294,6 +295,23 @@ TEST(VectorMath, LoopsOverMathOpsCallTheVectorVariants) {
   }
   // Every float32 op and at least the float64 ones the table's bounds admit.
   EXPECT_GE(vectorized, static_cast<int>(inexact_ops().size()) - 1 + 3);
+}
+
+// A vector symbol the library lacks (an older glibc) fails the link with an error naming the
+// library and the symbol.
+TEST(VectorMath, AMissingVectorSymbolNamesTheLibrary) {
+  jit::OrcEngine engine;
+  engine.add_ir_text(R"(
+declare <4 x double> @_ZGVdN4v_primjit_missing(<4 x double>)
+define <4 x double> @f(<4 x double> %x) {
+  %r = call <4 x double> @_ZGVdN4v_primjit_missing(<4 x double> %x)
+  ret <4 x double> %r
+}
+)",
+                     "missing");
+  std::string message = test::error_of([&] { engine.lookup("f"); });
+  EXPECT_NE(message.find(jit::kVectorMathLibrary), std::string::npos) << message;
+  EXPECT_NE(message.find("_ZGVdN4v_primjit_missing"), std::string::npos) << message;
 }
 
 }  // namespace
