@@ -322,7 +322,7 @@ Value* FunctionCodegen::math_call(const Call* op) {
   for (const Expr& a : op->args) args.push_back(visit_expr(a));
   const HostMathLowering* lowering = host_math().find(op->op);
   llvm::Type* type = args[0]->getType();
-  const int bits = static_cast<int>(type->getScalarSizeInBits());
+  const int bits = op->dtype.is_float() ? op->dtype.bits() : 0;
   if (lowering == nullptr || (bits >= 32 && has_vector_math(*op->op, bits))) {
     return libm_call(op, args);
   }
