@@ -134,7 +134,8 @@ std::vector<int> variant_lanes(llvm::Type* element) {
 bool has_vector_math(const OpNode& op, int element_bits) {
   const double* f64_ulp = vector_math_table().find(&op);
   if (f64_ulp == nullptr) return false;
-  return element_bits == 32 || *f64_ulp + 0.5 <= op.max_ulp;
+  if (element_bits == 32) return true;
+  return element_bits == 64 && *f64_ulp + 0.5 <= op.max_ulp;
 }
 
 llvm::Value* emit_math_call(llvm::IRBuilderBase& b, const OpNode& op, const std::string& libm,
