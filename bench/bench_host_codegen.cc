@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -336,6 +337,85 @@ void BM_ParallelAddPerElement(benchmark::State& state) {
       {"per_element_ns", "chunked_ns", "vs_chunked"});
 }
 
+// Row softmax of a rows x 256 float32 matrix (flat): the row max and sum marked T.vectorized
+// (LowerVectorReductions), T.exp through the vector math library (jit/llvm/vector_math.h).
+constexpr const char* kSoftmax = R"(
+@T.prim_func
+def softmax(a: T.handle, b: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int64()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    m = T.alloc_buffer((1,), "float32", scope="local")
+    s = T.alloc_buffer((1,), "float32", scope="local")
+    for r in range(n // T.int64(256)):
+        m[0] = A[r * T.int64(256)]
+        for j in T.vectorized(T.int64(256)):
+            m[0] = T.max(m[0], A[r * T.int64(256) + j])
+        for j in range(T.int64(256)):
+            B[r * T.int64(256) + j] = T.exp(A[r * T.int64(256) + j] - m[0])
+        s[0] = T.float32(0)
+        for j in T.vectorized(T.int64(256)):
+            s[0] = s[0] + B[r * T.int64(256) + j]
+        for j in range(T.int64(256)):
+            B[r * T.int64(256) + j] = B[r * T.int64(256) + j] / s[0]
+)";
+
+// exp, tanh and sigmoid elementwise.
+constexpr const char* kExpTanhSigmoid = R"(
+@T.prim_func
+def activations(a: T.handle, b: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int64()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    for i in range(n):
+        B[i] = T.exp(A[i]) + T.tanh(A[i]) + T.sigmoid(A[i])
+)";
+
+// The JIT's kernel against g++ -O3 -march=native (scalar libm calls: g++ vectorizes math only
+// under -ffast-math) and against g++ -O3 -march=native -ffast-math (libmvec's float variants,
+// up to 4 ulp). Results within 1e-5 * (|r| + 1) of the -O3 reference r (the softmax
+// sum is reassociated).
+void math_kernel(benchmark::State& state, const char* text, const char* name,
+                 void (*reference)(int64_t, const float*, float*),
+                 void (*fast_reference)(int64_t, const float*, float*)) {
+  static std::map<std::string, Packed>* fns = new std::map<std::string, Packed>();
+  Packed& fn = (*fns)[name];
+  if (fn.fn == nullptr) fn = compile(text, name, DataType::Float(32), 2, 0);
+  int64_t n = state.range(0);
+  std::vector<float> a(n), b(n), expected(n);
+  for (int64_t i = 0; i < n; ++i) a[i] = static_cast<float>((i * 7919) % 2000) * 8e-3f - 8.0f;
+  DLTensor ta = tensor(a.data(), &n, {kDLFloat, 32, 1}),
+           tb = tensor(b.data(), &n, {kDLFloat, 32, 1});
+  PJValue args[2] = {ptr(&ta), ptr(&tb)};
+  fn(args, 2);
+  reference(n, a.data(), expected.data());
+  for (int64_t i = 0; i < n; ++i) {
+    if (!(std::abs(b[i] - expected[i]) <= 1e-5f * (std::abs(expected[i]) + 1.0f))) {
+      state.SkipWithError("JIT math kernel differs from the reference");
+      fail();
+      return;
+    }
+  }
+  if (state.range(1) == 1) {
+    race(
+        state, n * 8, [&] { fn(args, 2); }, [&] { fast_reference(n, a.data(), expected.data()); },
+        {"jit_ns", "gxx_fast_math_ns", "vs_gxx_fast_math"});
+  } else {
+    race(
+        state, n * 8, [&] { fn(args, 2); }, [&] { reference(n, a.data(), expected.data()); });
+  }
+}
+
+void BM_Softmax(benchmark::State& state) {
+  math_kernel(state, kSoftmax, "softmax", softmax_reference, softmax_fast_math_reference);
+}
+void BM_ExpTanhSigmoid(benchmark::State& state) {
+  math_kernel(state, kExpTanhSigmoid, "activations", activations_reference,
+              activations_fast_math_reference);
+}
+
 BENCHMARK(BM_Saxpy)->Arg(1)->Arg(1024)->Arg(4096)->Arg(16384)->Arg(1 << 20)->UseManualTime();
 BENCHMARK(BM_SaxpyFma)->Arg(1024)->Arg(4096)->Arg(16384)->Arg(1 << 20)->UseManualTime();
 BENCHMARK(BM_SaxpyFusedVsUnfused)->Arg(1024)->Arg(4096)->Arg(16384)->Arg(1 << 20)->UseManualTime();
@@ -345,6 +425,9 @@ BENCHMARK(BM_SumF32Unmarked)->Arg(1 << 20)->UseManualTime();
 BENCHMARK(BM_MaxF32Marked)->Arg(1 << 20)->UseManualTime();
 BENCHMARK(BM_MaxF32Unmarked)->Arg(1 << 20)->UseManualTime();
 BENCHMARK(BM_ParallelAddPerElement)->Arg(1 << 16)->Arg(1 << 22)->UseManualTime();
+// Second argument 1: against g++ -ffast-math.
+BENCHMARK(BM_Softmax)->Args({1024 * 256, 0})->Args({1024 * 256, 1})->UseManualTime();
+BENCHMARK(BM_ExpTanhSigmoid)->Args({1 << 16, 0})->Args({1 << 16, 1})->UseManualTime();
 
 }  // namespace
 }  // namespace primjit::bench

@@ -13,5 +13,11 @@ int32_t sum_reference(int64_t n, const int32_t* a);
 /// Float sum and max of a[0, n) (n >= 1), compiled with -ffast-math (host_reference_fast_math.cc).
 float sum_fast_math_reference(int64_t n, const float* a);
 float max_fast_math_reference(int64_t n, const float* a);
+/// Row softmax of a (n / 256) x 256 matrix into b (bench_host_codegen's kSoftmax).
+void softmax_reference(int64_t n, const float* a, float* b);
+void softmax_fast_math_reference(int64_t n, const float* a, float* b);
+/// b[i] = exp(a[i]) + tanh(a[i]) + 1 / (1 + exp(-a[i])).
+void activations_reference(int64_t n, const float* a, float* b);
+void activations_fast_math_reference(int64_t n, const float* a, float* b);
 
 }  // namespace primjit::bench

@@ -3,6 +3,7 @@
 #include "jit/llvm/function_codegen.h"
 
 #include "jit/llvm/semantics_llvm.h"
+#include "jit/llvm/vector_math.h"
 #include "primjit/abi.h"
 #include "primjit/error.h"
 
@@ -10,7 +11,8 @@ namespace primjit::jit {
 namespace {
 
 // How host code computes a math builtin: an LLVM intrinsic, or code of its own. Math ops not
-// registered here call the C library function the op table names.
+// registered here call the C library function the op table names; so do those with a vector
+// form (jit/llvm/vector_math.h) on float32/float64, which then vectorize.
 enum class HostMath { kIntrinsic, kRsqrt, kSigmoid, kIsNan, kIsInf, kIsFinite, kFrem };
 struct HostMathLowering {
   HostMath how = HostMath::kIntrinsic;
@@ -319,8 +321,11 @@ Value* FunctionCodegen::math_call(const Call* op) {
   std::vector<Value*> args;
   for (const Expr& a : op->args) args.push_back(visit_expr(a));
   const HostMathLowering* lowering = host_math().find(op->op);
-  if (lowering == nullptr) return libm_call(op, args);
   llvm::Type* type = args[0]->getType();
+  const int bits = op->dtype.is_float() ? op->dtype.bits() : 0;
+  if (lowering == nullptr || (bits >= 32 && has_vector_math(*op->op, bits))) {
+    return libm_call(op, args);
+  }
   switch (lowering->how) {
     case HostMath::kIntrinsic:
       return intrinsic(lowering->intrinsic, args);
@@ -329,7 +334,10 @@ Value* FunctionCodegen::math_call(const Call* op) {
                            intrinsic(llvm::Intrinsic::sqrt, args));
     case HostMath::kSigmoid: {
       Value* one = llvm::ConstantFP::get(type, 1.0);
-      Value* e = intrinsic(llvm::Intrinsic::exp, {b_.CreateFNeg(args[0])});
+      static const Op exp = Op::get("exp");
+      Value* e = bits >= 32 && has_vector_math(*exp, bits)
+                     ? emit_math_call(b_, *exp, exp->libm, {b_.CreateFNeg(args[0])})
+                     : intrinsic(llvm::Intrinsic::exp, {b_.CreateFNeg(args[0])});
       return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
     }
     case HostMath::kIsNan:
@@ -350,13 +358,10 @@ Value* FunctionCodegen::math_call(const Call* op) {
 Value* FunctionCodegen::libm_call(const Call* op, const std::vector<Value*>& args) {
   DataType t = op->dtype;
   const std::string& name = op->op->name;
-  PRIMJIT_USER_CHECK(t.is_scalar() && t.is_float() && t.bits() >= 32)
-      << "host code generation: T." << name << " on " << t << " is not supported";
-  std::string symbol = op->op->libm + (t.bits() == 32 ? "f" : "");
-  std::vector<llvm::Type*> params(args.size(), type_of(t));
-  llvm::FunctionCallee callee =
-      m_.mod.getOrInsertFunction(symbol, llvm::FunctionType::get(type_of(t), params, false));
-  return b_.CreateCall(callee, args);
+  PRIMJIT_USER_CHECK(t.is_float() && t.bits() >= 32)
+      << "host code generation: T." << name << " on " << t
+      << " is not supported (compute it in float32: cast the argument and the result)";
+  return emit_math_call(b_, *op->op, op->op->libm, args);
 }
 
 Value* FunctionCodegen::if_then_else(const Call* op) {

@@ -3,6 +3,7 @@
 #include <llvm/AsmParser/Parser.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LLVMContext.h>
@@ -28,6 +29,7 @@
 
 #include "jit/llvm/codegen_llvm.h"
 #include "jit/llvm/missed_vectorization.h"
+#include "jit/llvm/vector_math.h"
 #include "primjit/error.h"
 #include "primjit/log.h"
 
@@ -299,6 +301,8 @@ struct OrcEngine::Impl {
   std::string triple;
   std::string cpu;
   std::string features;
+  // Why the vector math library could not be loaded ("" when it is).
+  std::string vector_math_error;
 
   // TargetMachines are not thread-safe; each compile borrows one from a pool: machine_pool's
   // generate code at the engine's level, glue_pool's at CodeGenOptLevel::None (split_glue).
@@ -445,6 +449,15 @@ OrcEngine::OrcEngine(OrcOptions options) : impl_(std::make_unique<Impl>()) {
            "cannot create the LLVM ORC JIT");
   impl_->jit->getExecutionSession().setErrorReporter(
       [](llvm::Error error) { t_session_error = to_string(std::move(error)); });
+  // Vectorized math calls the vector function ABI variants of glibc's libmvec, which the
+  // process need not have loaded: search it explicitly (a missing one fails at link time).
+  auto vector_math = llvm::orc::DynamicLibrarySearchGenerator::Load(
+      kVectorMathLibrary, impl_->jit->getDataLayout().getGlobalPrefix());
+  if (vector_math) {
+    impl_->jit->getMainJITDylib().addGenerator(std::move(*vector_math));
+  } else {
+    impl_->vector_math_error = to_string(vector_math.takeError());
+  }
   PRIMJIT_LOG_DEBUG << "ORC engine for " << impl_->triple << " (" << impl_->cpu << "), O"
                     << options.opt_level;
 }
@@ -501,6 +514,14 @@ void* OrcEngine::lookup(std::string_view symbol) {
   auto address = impl_->jit->lookup(llvm::StringRef(symbol.data(), symbol.size()));
   if (!address) {
     std::string error = to_string(address.takeError());
+    if (t_session_error.find("_ZGV") != std::string::npos) {
+      PRIMJIT_USER_ERROR() << "cannot link '" << symbol << "': its vectorized math needs "
+                           << kVectorMathLibrary << " (glibc's vector math library; glibc 2.35 "
+                           << "or newer has every function primjit calls): "
+                           << (impl_->vector_math_error.empty() ? t_session_error
+                                                                : impl_->vector_math_error)
+                           << "; run on a host with glibc 2.35 or newer (Debian 12: libc6)";
+    }
     if (!t_session_error.empty()) {
       PRIMJIT_USER_ERROR() << "cannot link '" << symbol << "': " << t_session_error
                            << " (an extern function the code calls is not defined in this "

@@ -1,0 +1,318 @@
+// Vector math (jit/llvm/vector_math.h): loops over the float math builtins vectorize through
+// the vector math library, and the JIT-compiled vectorized kernels stay within the op table's
+// ulp bound of the exactly rounded result over the whole float range, with special values
+// (zeros, infinities, NaN, denormals, overflow and underflow) exactly as libm gives them
+// (a finite non-zero result there may instead be the exactly rounded one).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "jit/llvm/codegen_llvm.h"
+#include "jit/llvm/orc_engine.h"
+#include "jit/llvm/vector_math.h"
+#include "primjit/ir/text.h"
+#include "primjit/jit.h"
+#include "primjit/passes.h"
+#include "primjit/tensor.h"
+#include "tests/unit/test_util.h"
+
+namespace primjit {
+namespace {
+
+using Reference = std::function<long double(long double, long double)>;
+
+// The exact function of each inexact float math op, in long double (64-bit significand).
+const std::map<std::string, Reference>& references() {
+  static const std::map<std::string, Reference> r = {
+      {"exp", [](long double x, long double) { return expl(x); }},
+      {"exp2", [](long double x, long double) { return exp2l(x); }},
+      {"exp10", [](long double x, long double) { return exp10l(x); }},
+      {"log", [](long double x, long double) { return logl(x); }},
+      {"log2", [](long double x, long double) { return log2l(x); }},
+      {"log10", [](long double x, long double) { return log10l(x); }},
+      {"log1p", [](long double x, long double) { return log1pl(x); }},
+      {"rsqrt", [](long double x, long double) { return 1.0L / sqrtl(x); }},
+      {"sin", [](long double x, long double) { return sinl(x); }},
+      {"cos", [](long double x, long double) { return cosl(x); }},
+      {"tan", [](long double x, long double) { return tanl(x); }},
+      {"tanh", [](long double x, long double) { return tanhl(x); }},
+      {"sigmoid", [](long double x, long double) { return 1.0L / (1.0L + expl(-x)); }},
+      {"erf", [](long double x, long double) { return erfl(x); }},
+      {"pow", [](long double x, long double y) { return powl(x, y); }},
+  };
+  return r;
+}
+
+// The inexact float math ops of the table (max_ulp > 0): all of them vectorize.
+std::vector<Op> inexact_ops() {
+  std::vector<Op> ops;
+  for (const Op& op : Op::all()) {
+    if (op->is_math() && op->max_ulp > 0 && op->type_rule == OpTypeRule::kFirstArg) {
+      ops.push_back(op);
+    }
+  }
+  return ops;
+}
+
+// B = op(A[, C]) over n elements: a T.vectorized loop (lanes 1, the loop vectorizer picks the
+// width) or explicit vectors of `lanes`.
+std::string kernel_text(const Op& op, const std::string& dtype, int64_t n, int lanes) {
+  std::string buf = "T.Buffer((" + std::to_string(n) + ",), \"" + dtype + "\")";
+  std::string l = std::to_string(lanes);
+  std::string at = lanes == 1 ? "[i]" : "[T.Ramp(i * " + l + ", 1, " + l + ")]";
+  std::string call = "T." + op->name + "(A" + at + (op->num_args == 2 ? ", C" + at : "") + ")";
+  std::string loop = lanes == 1 ? "T.vectorized(" + std::to_string(n) + ")"
+                                : "range(" + std::to_string(n / lanes) + ")";
+  return "@T.prim_func\ndef vm(A: " + buf + ", B: " + buf + ", C: " + buf +
+         "):\n    T.func_attr({\"target\": T.target(\"llvm\")})\n    for i in " + loop +
+         ":\n        B" + at + " = " + call + "\n";
+}
+
+template <typename F, typename I>
+int64_t ulp_distance(F a, F b) {
+  if (std::isnan(a) && std::isnan(b)) return 0;
+  if (a == b) return std::signbit(a) == std::signbit(b) ? 0 : INT64_MAX;
+  if (std::isnan(a) || std::isnan(b)) return INT64_MAX;
+  I ia, ib;
+  std::memcpy(&ia, &a, sizeof(a));
+  std::memcpy(&ib, &b, sizeof(b));
+  if (ia < 0) ia = std::numeric_limits<I>::min() - ia;
+  if (ib < 0) ib = std::numeric_limits<I>::min() - ib;
+  return ia > ib ? static_cast<int64_t>(ia - ib) : static_cast<int64_t>(ib - ia);
+}
+
+template <typename F>
+std::string hex(F v) {
+  std::ostringstream out;
+  out << std::hexfloat << v;
+  return out.str();
+}
+
+template <typename F>
+bool is_special(F v) {
+  return !std::isfinite(v) || v == 0 || std::fpclassify(v) == FP_SUBNORMAL;
+}
+
+// Special arguments: zeros, infinities, NaN, denormals, the extremes, and the overflow and
+// underflow boundaries of exp (the other functions' boundaries lie in their sweeps).
+template <typename F>
+std::vector<F> special_values() {
+  using L = std::numeric_limits<F>;
+  std::vector<F> v = {0,
+                      -F(0),
+                      L::infinity(),
+                      -L::infinity(),
+                      L::quiet_NaN(),
+                      -L::quiet_NaN(),
+                      L::denorm_min(),
+                      -L::denorm_min(),
+                      L::min() / 2,
+                      L::min(),
+                      -L::min(),
+                      L::max(),
+                      -L::max(),
+                      1,
+                      -1,
+                      F(0.5),
+                      F(2),
+                      F(3)};
+  const F log_max = std::log(L::max()), log_min = std::log(L::min()),
+          log_tiny = std::log(L::denorm_min());
+  for (F b : {log_max, log_min, log_tiny, -log_max}) {
+    v.push_back(std::nextafter(b, -L::infinity()));
+    v.push_back(b);
+    v.push_back(std::nextafter(b, L::infinity()));
+  }
+  for (F b : {F(L::max_exponent), F(L::min_exponent - L::digits), F(L::max_exponent10)}) {
+    v.push_back(b);
+    v.push_back(-b);
+    v.push_back(std::nextafter(b, L::infinity()));
+  }
+  return v;
+}
+
+template <typename F, typename I>
+struct Sweep {
+  std::vector<F> x, y;
+};
+
+// Arguments over the whole range: the special values (each paired with every special second
+// argument for pow), then bit patterns spread evenly over all floats (float32) or random
+// (float64) and, for every other element, values of magnitude below 800 where most of the
+// functions' results are neither 0 nor infinite.
+template <typename F, typename I>
+Sweep<F, I> sweep(int64_t n) {
+  Sweep<F, I> s;
+  std::vector<F> sp = special_values<F>();
+  for (F a : sp) {
+    for (F b : sp) {
+      s.x.push_back(a);
+      s.y.push_back(b);
+    }
+  }
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  for (int64_t k = static_cast<int64_t>(s.x.size()); k < n; ++k) {
+    I bits[2];
+    for (I& b : bits) {
+      b = sizeof(F) == 4 ? static_cast<I>(static_cast<uint32_t>(k) * 4099u + (next() & 4095))
+                         : static_cast<I>(next());
+    }
+    F v[2];
+    std::memcpy(&v[0], &bits[0], sizeof(F));
+    std::memcpy(&v[1], &bits[1], sizeof(F));
+    if (k % 2 == 1) {
+      v[0] = static_cast<F>(std::fmod(v[0], F(800)));
+      v[1] = static_cast<F>(std::fmod(v[1], F(64)));
+      if (std::isnan(v[0])) v[0] = F(k % 1600) / 2 - 400;
+      if (std::isnan(v[1])) v[1] = F(k % 128) / 2 - 32;
+    }
+    s.x.push_back(v[0]);
+    s.y.push_back(v[1]);
+  }
+  return s;
+}
+
+// libm's result in F: the scalar function the op table names (its float version for float32),
+// or the formula of an op without one, as host code computes it.
+template <typename F>
+F libm_value(const Op& op, F x, F y) {
+  const std::string& n = op->name;
+  if (n == "sigmoid") return F(1) / (F(1) + std::exp(-x));
+  if (n == "rsqrt") return F(1) / std::sqrt(x);
+  if (n == "pow") return std::pow(x, y);
+  static const std::map<std::string, F (*)(F)> f = {
+      {"exp", std::exp},     {"exp2", std::exp2},   {"log", std::log}, {"log2", std::log2},
+      {"log10", std::log10}, {"log1p", std::log1p}, {"sin", std::sin}, {"cos", std::cos},
+      {"tan", std::tan},     {"tanh", std::tanh},   {"erf", std::erf}};
+  if (n == "exp10") return static_cast<F>(sizeof(F) == 4 ? ::exp10f(x) : ::exp10(x));
+  return f.at(n)(x);
+}
+
+template <typename F, typename I>
+void check_accuracy(const std::string& dtype, int64_t n, const std::vector<int>& lanes_list) {
+  DataType t = DataType::Float(sizeof(F) * 8);
+  Sweep<F, I> s = sweep<F, I>(n);
+  Jit jit;
+  for (const Op& op : inexact_ops()) {
+    auto ref = references().find(op->name);
+    ASSERT_NE(ref, references().end()) << "no reference function for T." << op->name;
+    Tensor a = Tensor::zeros({n}, t), c = Tensor::zeros({n}, t);
+    std::memcpy(a.data<F>(), s.x.data(), sizeof(F) * static_cast<size_t>(n));
+    std::memcpy(c.data<F>(), s.y.data(), sizeof(F) * static_cast<size_t>(n));
+    for (int lanes : lanes_list) {
+      PrimFunc f = parse(kernel_text(op, dtype, n, lanes))->lookup("vm");
+      Tensor b = Tensor::zeros({n}, t);
+      jit.kernel(f, {.target = Target::llvm()})(a, b, c);
+      int64_t worst = 0, special_mismatches = 0;
+      F worst_x = 0, worst_y = 0, got_at_worst = 0;
+      std::string first_special;
+      for (int64_t i = 0; i < n; ++i) {
+        F x = s.x[i], y = op->num_args == 2 ? s.y[i] : F(0), got = b.data<F>()[i];
+        F lib = libm_value<F>(op, x, y);
+        if (is_special(x) || (op->num_args == 2 && is_special(y)) || is_special(lib)) {
+          // A finite non-zero result may differ from libm's where it is the exactly rounded
+          // one (glibc's erff rounds some results of denormal arguments 0.54 ulp off).
+          bool exactly_rounded = std::isfinite(got) && got != 0 && std::isfinite(lib) && lib != 0 &&
+                                 ulp_distance<F, I>(got, static_cast<F>(ref->second(x, y))) == 0;
+          if (ulp_distance<F, I>(got, lib) != 0 && !exactly_rounded) {
+            if (special_mismatches++ == 0) {
+              first_special = hex(x) + ", " + hex(y) + ": " + hex(got) + " vs libm " + hex(lib);
+            }
+          }
+          continue;
+        }
+        F exact = static_cast<F>(ref->second(x, y));
+        int64_t d = ulp_distance<F, I>(got, exact);
+        if (d > worst) {
+          worst = d;
+          worst_x = x;
+          worst_y = y;
+          got_at_worst = got;
+        }
+      }
+      std::string where = dtype + " T." + op->name + " lanes " + std::to_string(lanes);
+      EXPECT_LE(worst, op->max_ulp)
+          << where << ": at (" << hex(worst_x) << ", " << hex(worst_y) << ") " << hex(got_at_worst)
+          << " vs exactly rounded " << hex(static_cast<F>(ref->second(worst_x, worst_y)));
+      EXPECT_EQ(special_mismatches, 0) << where << ": special value " << first_special;
+    }
+  }
+}
+
+TEST(VectorMath, Float32KernelsAreWithinTheBoundAndExactOnSpecialValues) {
+  // 1: a T.vectorized loop (the loop vectorizer's width); 3, 4, 8, 16: explicit vectors.
+  check_accuracy<float, int32_t>("float32", int64_t{3} << 18, {1, 3, 4, 8, 16});
+}
+
+TEST(VectorMath, Float64KernelsAreWithinTheBoundAndExactOnSpecialValues) {
+  check_accuracy<double, int64_t>("float64", int64_t{3} << 16, {1, 3, 4, 8});
+}
+
+// Every inexact op vectorizes in float32 (and those whose float64 variant is accurate enough
+// in float64): the optimized loop calls a vector helper, which calls the library's variant;
+// rsqrt is a vector square root and division.
+TEST(VectorMath, LoopsOverMathOpsCallTheVectorVariants) {
+  jit::OrcEngine engine(jit::OrcOptions{.opt_level = 3, .keep_optimized_ir = true});
+  int vectorized = 0;
+  for (const std::string dtype : {"float32", "float64"}) {
+    const int bits = dtype == "float32" ? 32 : 64;
+    for (const Op& op : inexact_ops()) {
+      Op computed = op->name == "sigmoid" ? Op::get("exp") : op;
+      if (!computed->libm.empty() && !jit::has_vector_math(*computed, bits)) continue;
+      IRModule m = passes::run_passes(parse(kernel_text(op, dtype, 1024, 1)),
+                                      passes::default_pipeline(), {});
+      std::string text = jit::to_llvm_text(jit::codegen_llvm(passes::lower_for_host(m)));
+      auto key = engine.add_ir_text(text, "vm");
+      std::string ir = engine.optimized_ir(key);
+      engine.remove(key);
+      std::string where = dtype + " T." + op->name;
+      if (computed->libm.empty()) {
+        EXPECT_NE(ir.find("@llvm.sqrt.v"), std::string::npos) << where << "\n" << ir;
+        continue;
+      }
+      // A call of a helper (a definition reads "define internal <8 x float> @...").
+      std::regex call("call <[0-9]+ x (float|double)> @primjit_vmath_" + computed->libm +
+                      (bits == 32 ? "f_" : "_"));
+      EXPECT_TRUE(std::regex_search(ir, call)) << where << ": no vector call\n" << ir;
+      EXPECT_NE(ir.find("@_ZGV"), std::string::npos) << where << "\n" << ir;
+      ++vectorized;
+    }
+  }
+  // Every float32 op and at least the float64 ones the table's bounds admit.
+  EXPECT_GE(vectorized, static_cast<int>(inexact_ops().size()) - 1 + 3);
+}
+
+// A vector symbol the library lacks (an older glibc) fails the link with an error naming the
+// library and the symbol.
+TEST(VectorMath, AMissingVectorSymbolNamesTheLibrary) {
+  jit::OrcEngine engine;
+  engine.add_ir_text(R"(
+declare <4 x double> @_ZGVdN4v_primjit_missing(<4 x double>)
+define <4 x double> @f(<4 x double> %x) {
+  %r = call <4 x double> @_ZGVdN4v_primjit_missing(<4 x double> %x)
+  ret <4 x double> %r
+}
+)",
+                     "missing");
+  std::string message = test::error_of([&] { engine.lookup("f"); });
+  EXPECT_NE(message.find(jit::kVectorMathLibrary), std::string::npos) << message;
+  EXPECT_NE(message.find("_ZGVdN4v_primjit_missing"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace primjit
