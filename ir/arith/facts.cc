@@ -330,39 +330,63 @@ bool AnalyzerImpl::prove_nonneg(const Linear& l, int depth) {
   }
   if (depth <= 0) return false;
   // Replace variables by what is known about them: the value they are bound to, or the end of
-  // their loop range that bounds this term from below.
-  Linear lower;
-  lower.constant = l.constant;
-  bool changed = false;
-  for (const auto& [atom, c] : l.terms) {
-    Linear term;
-    term.terms.emplace_back(atom, c);
-    const VarNode* v = atom.as<VarNode>();
-    const VarInfo* vi = v ? info(v) : nullptr;
-    DataType t = atom.dtype();
-    std::optional<Linear> replaced;
-    if (vi != nullptr && vi->value.defined() && is_int_scalar(vi->value.dtype())) {
-      Linear value = linearize(vi->value);
-      if (fits(value, t)) replaced = combine(Linear{}, 0, value, c);
-    } else if (vi != nullptr && vi->min.defined()) {
-      Linear min = linearize(vi->min);
-      Linear extent = linearize(vi->extent);
-      if (fits(min, t) && fits(extent, t)) {
-        if (c > 0) {
-          replaced = combine(Linear{}, 0, min, c);
-        } else if (std::optional<Linear> last = combine(min, 1, extent, 1)) {
-          last->constant -= 1;
-          replaced = combine(Linear{}, 0, *last, c);
+  // their loop range that bounds this term from below. A loop whose range is stated in a
+  // bound variable (`for io in range(n_32)` with `n_32 = n // 32`) needs its variables
+  // replaced first, with the bound variable kept: `n_32 * 32 - io * 32 - ii - 1 >= 0` holds
+  // at the ends of the loops, not after n_32 became its value. So that step is tried first
+  // when both kinds of variable occur.
+  auto replace = [&](bool loops_only, bool* changed) -> std::optional<Linear> {
+    Linear lower;
+    lower.constant = l.constant;
+    for (const auto& [atom, c] : l.terms) {
+      Linear term;
+      term.terms.emplace_back(atom, c);
+      const VarNode* v = atom.as<VarNode>();
+      const VarInfo* vi = v ? info(v) : nullptr;
+      DataType t = atom.dtype();
+      std::optional<Linear> replaced;
+      if (vi != nullptr && vi->value.defined() && is_int_scalar(vi->value.dtype())) {
+        Linear value = linearize(vi->value);
+        if (!loops_only && fits(value, t)) replaced = combine(Linear{}, 0, value, c);
+      } else if (vi != nullptr && vi->min.defined()) {
+        Linear min = linearize(vi->min);
+        Linear extent = linearize(vi->extent);
+        if (fits(min, t) && fits(extent, t)) {
+          if (c > 0) {
+            replaced = combine(Linear{}, 0, min, c);
+          } else if (std::optional<Linear> last = combine(min, 1, extent, 1)) {
+            last->constant -= 1;
+            replaced = combine(Linear{}, 0, *last, c);
+          }
         }
       }
+      if (!replaced && !loops_only) replaced = expand_floor_div(atom, c);
+      if (replaced) *changed = true;
+      std::optional<Linear> next = combine(lower, 1, replaced ? *replaced : term, 1);
+      if (!next) return std::nullopt;
+      lower = std::move(*next);
     }
-    if (!replaced) replaced = expand_floor_div(atom, c);
-    if (replaced) changed = true;
-    std::optional<Linear> next = combine(lower, 1, replaced ? *replaced : term, 1);
-    if (!next) return false;
-    lower = std::move(*next);
+    return lower;
+  };
+  bool bound_vars = false, loop_vars = false;
+  for (const auto& term : l.terms) {
+    const VarNode* v = term.first.as<VarNode>();
+    const VarInfo* vi = v ? info(v) : nullptr;
+    if (vi == nullptr) continue;
+    if (vi->value.defined()) {
+      bound_vars = true;
+    } else if (vi->min.defined()) {
+      loop_vars = true;
+    }
   }
-  return changed && prove_nonneg(lower, depth - 1);
+  if (bound_vars && loop_vars) {
+    bool changed = false;
+    std::optional<Linear> lower = replace(true, &changed);
+    if (lower && changed && prove_nonneg(*lower, depth - 1)) return true;
+  }
+  bool changed = false;
+  std::optional<Linear> lower = replace(false, &changed);
+  return lower && changed && prove_nonneg(*lower, depth - 1);
 }
 
 }  // namespace primjit::arith::detail

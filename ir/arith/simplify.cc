@@ -106,6 +106,22 @@ std::optional<i128> fold_int(NodeKind k, DataType t, i128 x, i128 y) {
 // One rewriting pass
 // =============================================================================================
 
+namespace {
+
+// `fact` holds and is the negation of `cond`: a != b against a == b (either way round), or
+// not cond. (Facts as inequalities decide order comparisons; an inequality a != b is not one.)
+bool contradicts(const Expr& cond, const Expr& fact) {
+  if (const auto* n = fact.as<Not>()) return AnalyzerImpl::equal(n->a, cond);
+  const bool eq = cond.kind() == NodeKind::kEQ && fact.kind() == NodeKind::kNE;
+  const bool ne = cond.kind() == NodeKind::kNE && fact.kind() == NodeKind::kEQ;
+  if (!eq && !ne) return false;
+  auto [ca, cb] = operands(cond);
+  auto [fa, fb] = operands(fact);
+  return AnalyzerImpl::equal(*ca, *fa) && AnalyzerImpl::equal(*cb, *fb);
+}
+
+}  // namespace
+
 Expr Rewriter::rewrite(const Expr& e) {
   Expr r = visit_expr(e);
   DataType t = r.dtype();
@@ -113,6 +129,7 @@ Expr Rewriter::rewrite(const Expr& e) {
       AnalyzerImpl::pure(r)) {
     for (const Expr& fact : an_.known_true()) {
       if (AnalyzerImpl::equal(r, fact)) return make_bool(true);
+      if (contradicts(r, fact)) return make_bool(false);
     }
   }
   if (!r.same_as(e) && AnalyzerImpl::equal(r, e)) return e;

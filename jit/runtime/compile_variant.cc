@@ -122,18 +122,22 @@ PrimFunc relayout(const Kernel::State& k, std::span<const Arg> args, bool dynami
   return replacer.replace.empty() ? func : replacer.mutate_function(func);
 }
 
-// The facts a kBucketed variant's key records: each dimension variable in `dims` is a multiple
-// of 16. Asserted at the top of the body, so the simplifier assumes them for the loops (and
-// the tiled and vectorized paths drop their remainders); the key guarantees they hold.
-PrimFunc assume_multiples_of_16(const PrimFunc& func, const std::vector<Expr>& dims) {
+// The facts a kBucketed variant's key records: each dimension variable of `dims` is a multiple
+// of 16 (true) or not (false). Asserted at the top of the body (the key guarantees they hold),
+// so the simplifier assumes them: VersionLoops then gives the nests over these dimensions
+// loops whose trip counts are visibly multiples of 16 (n_16 * 16, which LLVM sees too; an
+// assert alone left the remainder loops) and Simplify keeps only the version the facts allow.
+PrimFunc assume_bucket_facts(const PrimFunc& func, const std::vector<std::pair<Expr, bool>>& dims) {
   std::vector<Stmt> body;
-  for (const Expr& dim : dims) {
+  for (const auto& [dim, multiple] : dims) {
     Expr sixteen = IntImm::make(dim.dtype(), 16);
     Expr zero = IntImm::make(dim.dtype(), 0);
     std::string name = dim.as<VarNode>()->name;
+    Expr remainder = FloorMod::make(dim, sixteen);
     body.push_back(AssertStmt::make(
-        EQ::make(FloorMod::make(dim, sixteen), zero),
-        StringImm::make(name + " is a multiple of 16 in this variant (its specialization key)")));
+        multiple ? EQ::make(remainder, zero) : NE::make(remainder, zero),
+        StringImm::make(name + (multiple ? " is" : " is not") +
+                        " a multiple of 16 in this variant (its specialization key)")));
   }
   body.push_back(func->body);
   return func.with_body(SeqStmt::make(std::move(body)));
@@ -159,7 +163,7 @@ IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool d
                        const DimSet& symbolic, const passes::RunOptions& run) {
   // kBucketed: a dimension above the bucket limit stays symbolic (as build_key keys it).
   DimSet kept = symbolic;
-  std::vector<Expr> multiples_of_16;
+  std::vector<std::pair<Expr, bool>> bucket_facts;  // dimension, multiple of 16
   const int64_t bucket = bucket_limit_of(k.options);
   if (!dynamic && bucket >= 0) {
     std::set<const VarNode*> asserted;
@@ -172,8 +176,8 @@ IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool d
         if (symbolic.count({i, d}) || !is_bucket(entry)) continue;
         kept.insert({i, d});
         const auto* var = b->shape[d].as<VarNode>();
-        if (entry == kBucketMultiple16 && var != nullptr && asserted.insert(var).second) {
-          multiples_of_16.push_back(b->shape[d]);
+        if (var != nullptr && asserted.insert(var).second) {
+          bucket_facts.emplace_back(b->shape[d], entry == kBucketMultiple16);
         }
       }
     }
@@ -193,12 +197,19 @@ IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool d
     }
     func = passes::specialize(func, values);
   }
-  if (!multiples_of_16.empty()) func = assume_multiples_of_16(func, multiples_of_16);
+  if (!bucket_facts.empty()) func = assume_bucket_facts(func, bucket_facts);
   passes::PipelineOptions pipeline;
   pipeline.checked_arithmetic = k.options.checked_arithmetic;
   pipeline.fp_contract = k.options.fp_contract;
-  return passes::run_passes(k.module.with_function(k.name, func),
-                            passes::default_pipeline(pipeline), run);
+  std::vector<std::string> names = passes::default_pipeline(pipeline);
+  if (dynamic || !kept.empty()) {
+    // Symbolic or bucketed dimensions: loop nests get fast paths for multiples of 16 (or of
+    // their tiles), on the flattened accesses and before Simplify uses what each path knows.
+    auto flatten = std::find(names.begin(), names.end(), "FlattenBuffer");
+    PRIMJIT_ICHECK(flatten != names.end()) << "the default pipeline has no FlattenBuffer";
+    names.insert(flatten + 1, "VersionLoops");
+  }
+  return passes::run_passes(k.module.with_function(k.name, func), names, run);
 }
 
 std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> args,

@@ -185,11 +185,15 @@ std::string llvm_vs_emu(const PrimFunc& f, const Inputs& in) {
 }
 
 // The pipeline the "passes" check runs: the default one, with CommonSubexprElim whatever the
-// default options say. The cleanup passes must be in it (run() checks).
+// default options say, and VersionLoops after FlattenBuffer as the JIT runs it for symbolic
+// dimensions. The cleanup passes must be in it (run() checks).
 std::vector<std::string> checked_pipeline() {
   passes::PipelineOptions options;
   options.common_subexpr_elim = true;
-  return passes::default_pipeline(options);
+  std::vector<std::string> pipeline = passes::default_pipeline(options);
+  auto flatten = std::find(pipeline.begin(), pipeline.end(), "FlattenBuffer");
+  if (flatten != pipeline.end()) pipeline.insert(flatten + 1, "VersionLoops");
+  return pipeline;
 }
 constexpr const char* kCleanupPasses[] = {"FlattenBuffer", "Simplify", "CommonSubexprElim",
                                           "RemoveNoOp"};

@@ -73,16 +73,19 @@ TEST(Bucketed, OneIsItsOwnBucketWithTheSmallestLimit) {
       "KernelOptions::bucket_limit must be >= 1");
 }
 
-// The variant of the multiples of 16 assumes n % 16 == 0 (asserted, so the simplifier uses it)
-// and is never run for another length: such a call compiles the other bucket, and running the
-// variant directly with it fails instead of computing a wrong result.
+// The variant of the multiples of 16 assumes n % 16 == 0 (asserted, so the simplifier uses it,
+// and its loops run n_16 * 16 times, a visible multiple) and is never run for another length:
+// such a call compiles the other bucket, and running the variant directly with it fails instead
+// of computing a wrong result. The other bucket's variant asserts n % 16 != 0.
 TEST(Bucketed, MultipleOfSixteenVariantNeverRunsAnotherLength) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
   Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed});
   std::string divisible = print(k.lowered(scale_signature(64)));
   std::string other = print(k.lowered(scale_signature(65)));
   EXPECT_NE(divisible.find("is a multiple of 16 in this variant"), std::string::npos) << divisible;
-  EXPECT_EQ(other.find("multiple of 16"), std::string::npos) << other;
+  EXPECT_NE(divisible.find("n_16 * 16"), std::string::npos) << divisible;
+  EXPECT_NE(other.find("n is not a multiple of 16 in this variant"), std::string::npos) << other;
+  EXPECT_EQ(other.find("n_16"), std::string::npos) << other;
   EXPECT_TRUE(call_compiles(k, 64));
   EXPECT_TRUE(call_compiles(k, 65));
   EXPECT_FALSE(call_compiles(k, 80));
