@@ -1,18 +1,21 @@
 #include "jit/runtime/background_compile.h"
 
-#include <tbb/task_arena.h>
-
+#include <algorithm>
 #include <deque>
 #include <exception>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include "primjit/log.h"
 
 namespace primjit::jit {
 
-// The jobs of all Jits, run by the tasks of one arena: each task runs the oldest job. A job
-// travels through this queue (under its mutex) rather than in the task, so that a thread
-// sanitizer sees it handed over.
+// The jobs of all Jits, run oldest first by a few background threads. A job travels through this
+// queue (under its mutex), not in the thread's function object. Plain threads, not TBB tasks:
+// a compile costs milliseconds, so a thread's start does not matter, and ThreadSanitizer
+// follows them (it does not see oneTBB reuse a finished task's memory for the next enqueued
+// one, and reports that as a race).
 struct BackgroundQueue {
   struct Job {
     std::shared_ptr<BackgroundCompiles> owner;
@@ -21,24 +24,35 @@ struct BackgroundQueue {
 
   std::mutex mutex;
   std::deque<Job> jobs;
-  // Its tasks run on TBB's worker threads (the callers never join it).
-  tbb::task_arena arena;
+  int threads = 0;  // running the queue
+  // At most this many compiles at once, leaving a core to the calls (the compiles of 20 new
+  // shapes on 20 threads of a 2-core machine slowed the calls that run meanwhile 2.6x).
+  const int max_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1);
 
-  BackgroundQueue() { arena.initialize(); }
-
-  // Never destroyed: a task may still run while the process exits.
+  // Never destroyed: a background thread may still run while the process exits.
   static BackgroundQueue& get() {
     static BackgroundQueue* queue = new BackgroundQueue;
     return *queue;
   }
 
-  void run_one() {
-    Job job;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      job = std::move(jobs.front());
-      jobs.pop_front();
+  // A background thread: runs jobs until the queue is empty.
+  void drain() {
+    for (;;) {
+      Job job;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (jobs.empty()) {
+          --threads;
+          return;
+        }
+        job = std::move(jobs.front());
+        jobs.pop_front();
+      }
+      run(job);
     }
+  }
+
+  static void run(Job& job) {
     try {
       job.work();
     } catch (const std::exception& e) {
@@ -62,8 +76,14 @@ void BackgroundCompiles::run(std::function<void()> job) {
   {
     std::lock_guard<std::mutex> lock(queue.mutex);
     queue.jobs.push_back({shared_from_this(), std::move(job)});
+    if (queue.threads >= queue.max_threads) return;  // a running thread will take it
+    ++queue.threads;
   }
-  queue.arena.enqueue([] { BackgroundQueue::get().run_one(); });
+  try {
+    std::thread([&queue] { queue.drain(); }).detach();
+  } catch (const std::system_error&) {
+    queue.drain();  // no thread to be had: compile now, in the caller
+  }
 }
 
 void BackgroundCompiles::wait() {

@@ -1,6 +1,6 @@
-// Background work of a Jit (JitOptions::tiered): compiles that run on TBB tasks while calls go
-// on, counted so that the Jit can wait for them; and the copy of a call's arguments a compile
-// reads after the call has returned.
+// Background work of a Jit (JitOptions::tiered): compiles that run on threads of their own
+// while calls go on, counted so that the Jit can wait for them; and the copy of a call's arguments
+// a compile reads after the call has returned.
 #pragma once
 
 #include <condition_variable>
@@ -19,8 +19,8 @@ namespace primjit::jit {
 /// A Jit's jobs in flight on background tasks.
 class BackgroundCompiles : public std::enable_shared_from_this<BackgroundCompiles> {
  public:
-  /// Runs `job` on a task of primjit's background arena (oneTBB). The job handles its own
-  /// errors: one that escapes is logged (warning) and dropped.
+  /// Runs `job` on a background thread. The job handles its own errors: one that escapes is
+  /// logged (warning) and dropped.
   void run(std::function<void()> job);
   /// Returns once no job of this owner is queued or running.
   void wait();
