@@ -191,8 +191,7 @@ void BM_MatmulAfterSwitch(benchmark::State& state, Mode mode) {
       fail();
       return state.SkipWithError("the background compiles did not finish");
     }
-    // Steady state: TBB's worker has left the background arena (it spins there a while after
-    // the last compile, away from the matmul's parallel loop on a machine with few cores).
+    // Steady state: the background threads have finished their last jobs and exited.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     uint64_t tiered_calls = k.stats().tiered_calls;
     start = Clock::now();
