@@ -109,6 +109,11 @@ struct KernelStats {
   uint64_t variants = 0;     // this kernel's variants in memory (compiled or loaded)
   uint64_t evictions = 0;    // of this kernel's variants
   StageTimes compile;
+  /// JitOptions::tiered: calls served by the generic variant while the variant their key
+  /// selects compiled in the background (or after its compile failed), and the variants that
+  /// finished compiling in the background (calls with their keys then run them).
+  uint64_t tiered_calls = 0;
+  uint64_t switch_overs = 0;
   /// Why each variant was made, in order: "first call", "n: 128 -> 130" (a dimension that is a
   /// shape variable is named by it, once), "A.shape[1]: 4 -> 8" (any other), ...; for a
   /// variant loaded from the disk cache the reason ends with " (disk cache)". Only the last 256
@@ -122,6 +127,8 @@ struct JitStats {
   uint64_t memory_hits = 0;      // calls served by a variant in memory
   uint64_t disk_hits = 0;        // variants loaded from the disk cache instead of compiled
   uint64_t remote_hits = 0;      // variants loaded from the remote (Redis) cache
+  uint64_t tiered_hits = 0;      // calls served by a generic variant (JitOptions::tiered)
+  uint64_t switch_overs = 0;     // variants that finished compiling in the background
   StageTimes compile;            // per stage, summed over every compile and cache load
   uint64_t host_code_bytes = 0;  // host objects of the variants made or loaded
   uint64_t device_code_bytes = 0;  // device images (CUBIN or PTX) of those
@@ -129,7 +136,7 @@ struct JitStats {
 
 /// `stats` as one line of JSON with a fixed layout (keys in this order, times in milliseconds
 /// with three decimals):
-///   {"compiles":2,"hits":{"memory":5,"disk":1,"remote":0},
+///   {"compiles":2,"hits":{"memory":5,"disk":1,"remote":0,"tiered":0},"switch_overs":0,
 ///    "compile_ms":{"passes":..,"host_codegen":..,"device_codegen":..,"nvrtc":..,"load":..,
 ///                  "disk":..,"total":..},
 ///    "code_bytes":{"host":..,"device":..,"total":..}}
@@ -168,6 +175,18 @@ struct JitOptions {
   std::string remote_key_file;
   /// Time budget of each connect and lookup; a server slower than this is a miss.
   int remote_budget_ms = 50;
+  /// Tiered compilation. A call whose key is new under its kernel's policy (kExact, kAuto or
+  /// kBucketed) runs at once on the kernel's generic variant, the kDynamic one for the call's
+  /// dtypes, ranks and layout (compiled by the first such call, which waits for it, or reused),
+  /// while the variant its key selects compiles on a background task; calls with that key
+  /// switch to it once it is ready (KernelStats::tiered_calls, switch_overs). A background
+  /// compile that fails is logged as a warning, and calls with its key keep running the
+  /// generic variant (they do not compile it again). Both variants compute the same bits:
+  /// specializing never changes floating-point semantics (docs/semantics.md). Kernels of
+  /// policy kDynamic, and kernels after the recompile limit's fallback, are not tiered. The
+  /// Jit's destructor waits for its background compiles. Off by default: the first call with a
+  /// new shape then compiles its own variant and waits for it.
+  bool tiered = false;
 };
 
 /// What a variant depends on in one argument, for compiling without data (Kernel::prewarm,

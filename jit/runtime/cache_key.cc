@@ -270,6 +270,16 @@ uint64_t KeyHistory::record(std::span<const ParamInfo> params, const std::vector
   return compiles_started_ - 1;
 }
 
+uint64_t KeyHistory::record_generic(std::string reason) {
+  ++compiles_started_;
+  reasons_.push_back(std::move(reason));
+  if (reasons_.size() > kMaxReasons) {
+    reasons_.pop_front();
+    ++reasons_dropped_;
+  }
+  return compiles_started_ - 1;
+}
+
 void KeyHistory::mark(uint64_t index, const char* suffix) {
   if (index >= reasons_dropped_) reasons_[index - reasons_dropped_] += suffix;
 }

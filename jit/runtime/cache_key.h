@@ -182,6 +182,9 @@ class KeyHistory {
   /// Records a compile about to start; returns its index (for mark() and forget()).
   uint64_t record(std::span<const ParamInfo> params, const std::vector<int64_t>& key, uint64_t hash,
                   std::string reason);
+  /// Records the compile of a generic variant (JitOptions::tiered) about to start: its reason
+  /// only; its key is neither a recent key nor one the recompile limit counts.
+  uint64_t record_generic(std::string reason);
   /// Appends `suffix` to the reason of compile `index`, unless it has been dropped already.
   void mark(uint64_t index, const char* suffix);
   /// A failed compile: its key no longer counts toward the limit; its reason stays, marked.

@@ -13,6 +13,7 @@
 
 #include "ir/hash_mix.h"
 #include "jit/cuda/driver.h"
+#include "jit/runtime/background_compile.h"
 #include "jit/runtime/build_id.h"
 #include "jit/runtime/cache_tiers.h"
 #include "jit/runtime/call_arguments.h"
@@ -64,7 +65,10 @@ Jit::Jit(JitOptions options) {
   PRIMJIT_USER_CHECK(options.cache_capacity > 0) << "JitOptions::cache_capacity must be positive";
   state_ = std::make_shared<State>(std::move(options));
 }
-Jit::~Jit() = default;
+// Background compiles (JitOptions::tiered) finish first: they use the Jit's engine and caches.
+Jit::~Jit() {
+  if (state_ != nullptr) state_->background->wait();
+}
 
 Target Jit::default_target() {
   if (jit::CudaDriver* driver = jit::CudaDriver::try_get()) {
@@ -245,12 +249,14 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
 
 // A failed compile counts as a miss but is not cached: the next call with the key compiles
 // again. Its reason stays, marked; its key no longer counts toward the recompile limit.
+// `keep_entry` (a background compile of a tiered kernel) leaves the failed entry in the map
+// instead: calls with its key then run the generic variant and do not compile it again.
 void forget_failed_compile(Jit::State& jit, Kernel::State& k, uint64_t hash,
                            const std::shared_ptr<Entry>& entry, const std::vector<int64_t>& key,
-                           uint64_t reason_index) {
+                           uint64_t reason_index, bool keep_entry) {
   ++k.misses;
   ++k.failed;
-  {
+  if (!keep_entry) {
     jit::VariantCache::Map::accessor acc;
     if (jit.cache.map.find(acc, hash) && acc->second == entry) jit.cache.map.erase(acc);
   }
@@ -275,12 +281,131 @@ void count_source(Kernel::State& k, Source source) {
   ++(source == Source::kDisk ? k.disk_hits : source == Source::kRemote ? k.remote_hits : k.misses);
 }
 
-// Steps 2-4 of a call after the recent-variant check: the Jit's cache, else a new variant
-// (compiled once however many threads ask). `count_hit`: a found variant counts as a hit.
+// How find_variant treats what it finds and makes.
+struct Lookup {
+  bool count_hit = false;      // a call: a found variant counts as a hit and becomes a recent one
+  bool tiered = false;         // JitOptions::tiered: a variant not ready yet is not waited for
+  bool check_capture = false;  // a CUDA call: refuse to compile while its stream captures
+  bool generic = false;        // the generic variant of a tiered call (its reason says so)
+};
+
 std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& state,
                                       std::span<const Arg> args, const KeyBuffer& key, bool dynamic,
-                                      bool count_hit) {
+                                      Lookup lookup);
+
+// The variant of an entry whose compile has finished and succeeded; null while it runs and
+// after it failed.
+std::shared_ptr<Variant> finished_variant(const Entry& entry) {
+  if (entry.future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
+  return entry.future.get().variant;
+}
+
+// JitOptions::tiered: the generic variant (the kDynamic one for the call's dtypes, ranks and
+// layout, key `generic_key`), compiled now if it is not in memory. The call counts as tiered.
+std::shared_ptr<Variant> generic_variant(const std::shared_ptr<Kernel::State>& state,
+                                         std::span<const Arg> args, const KeyBuffer& generic_key) {
+  std::shared_ptr<Variant> v = find_variant(state, args, generic_key, /*dynamic=*/true,
+                                            {.check_capture = state->cuda, .generic = true});
+  ++state->tiered_hits;
+  return v;
+}
+
+// The generic variant for a tiered call, or null when it does not compile (a function whose
+// host code needs constant shapes): the kernel then stops tiering, and its calls wait for their
+// own variants as without JitOptions::tiered.
+std::shared_ptr<Variant> try_generic_variant(const std::shared_ptr<Kernel::State>& state,
+                                             std::span<const Arg> args,
+                                             const KeyBuffer& generic_key) {
+  try {
+    return generic_variant(state, args, generic_key);
+  } catch (const Error& e) {
+    if (state->cuda) check_not_capturing(*state);  // that error is the one to give
+    if (!state->no_generic.exchange(true)) {
+      PRIMJIT_LOG_INFO << "kernel '" << state->name << "': its generic variant does not compile, "
+                       << "so calls wait for their own variants (no tiered compilation): "
+                       << e.what();
+    }
+    return nullptr;
+  }
+}
+
+// Makes the variant of `entry`, which this thread inserted (single flight): compiles or loads
+// it and gives it to the entry's waiters and the LRU. A failure is given to the waiters, then
+// thrown; see forget_failed_compile for `keep_failed`.
+std::shared_ptr<Variant> make_entry_variant(const std::shared_ptr<Kernel::State>& state,
+                                            std::span<const Arg> args, const jit::Specialization& s,
+                                            const std::shared_ptr<Entry>& entry,
+                                            std::promise<Outcome>& promise,
+                                            const std::string& reason, uint64_t reason_index,
+                                            bool keep_failed) {
   Kernel::State& k = *state;
+  Jit::State& jit = *k.jit;
+  std::shared_ptr<Variant> v;
+  try {
+    Source source = Source::kCompiled;
+    v = jit::compile_variant(k, args, s.key, s.dynamic, s.symbolic, reason, &source);
+    v->kernel = state;
+    count_source(k, source);
+    if (source != Source::kCompiled) {
+      std::lock_guard<std::mutex> lock(k.mutex);
+      k.history.mark(reason_index, source == Source::kDisk ? " (disk cache)" : " (remote cache)");
+    }
+    promise.set_value(Outcome{v, ""});
+  } catch (const std::exception& e) {
+    promise.set_value(Outcome{nullptr, e.what()});
+    forget_failed_compile(jit, k, s.hash, entry, s.key, reason_index, keep_failed);
+    throw;
+  } catch (...) {
+    promise.set_value(Outcome{nullptr, "compiling kernel '" + k.name + "' failed"});
+    forget_failed_compile(jit, k, s.hash, entry, s.key, reason_index, keep_failed);
+    throw;
+  }
+  {
+    std::lock_guard<std::mutex> lock(jit.cache.lru_mutex);
+    jit.cache.lru[s.hash] = entry;
+  }
+  jit.cache.evict_if_needed(jit.options.cache_capacity, s.hash);
+  return v;
+}
+
+// JitOptions::tiered: makes the variant of `entry` on a background task; calls with its key
+// run the generic variant until it is ready. A failure is logged and stays in the entry.
+void make_in_background(const std::shared_ptr<Kernel::State>& state, std::span<const Arg> args,
+                        const jit::Specialization& s, const std::shared_ptr<Entry>& entry,
+                        std::promise<Outcome> promise, const std::string& reason,
+                        uint64_t reason_index) {
+  auto owned = std::make_shared<const jit::OwnedArgs>(args);
+  auto shared_promise = std::make_shared<std::promise<Outcome>>(std::move(promise));
+  state->jit->background->run([state, owned, s, entry, shared_promise, reason, reason_index] {
+    try {
+      make_entry_variant(state, owned->args(), s, entry, *shared_promise, reason, reason_index,
+                         /*keep_failed=*/true);
+      ++state->switch_overs;
+      PRIMJIT_LOG_DEBUG << "kernel '" << state->name << "': the variant for " << reason
+                        << " is ready; calls with its key switch to it";
+    } catch (const std::exception& e) {
+      PRIMJIT_LOG_WARNING << "kernel '" << state->name << "': compiling the variant for " << reason
+                          << " in the background failed; calls with its key keep "
+                          << "running the generic variant. " << e.what();
+    }
+  });
+}
+
+// Steps 2-4 of a call after the recent-variant check: the Jit's cache, else a new variant
+// (compiled once however many threads ask; under JitOptions::tiered, in the background while
+// the call runs the generic variant).
+std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& state,
+                                      std::span<const Arg> args, const KeyBuffer& key, bool dynamic,
+                                      Lookup lookup) {
+  Kernel::State& k = *state;
+  // The generic variant's key, when the call is tiered and its key is not that one already.
+  KeyBuffer generic_key;
+  if (lookup.tiered) {
+    jit::build_key(k.params, args, /*dynamic=*/true, {}, &generic_key);
+    lookup.tiered = !dynamic && !k.no_generic.load(std::memory_order_relaxed) &&
+                    !(generic_key.size == key.size &&
+                      std::equal(key.data(), key.data() + key.size, generic_key.data()));
+  }
   // 2. The Jit's cache.
   uint64_t hash = key.hash(k.fingerprint);
   Jit::State& jit = *k.jit;
@@ -292,8 +417,12 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
       acc.release();
       entry->last_use = 2 * ++jit.cache.clock;
       std::shared_ptr<Variant> v =
-          jit::variant_of(*entry);  // may wait for another thread's compile
-      if (count_hit) {
+          lookup.tiered ? finished_variant(*entry) : nullptr;  // tiered: only a ready one
+      if (lookup.tiered && v == nullptr) {
+        if (std::shared_ptr<Variant> g = try_generic_variant(state, args, generic_key)) return g;
+      }
+      if (v == nullptr) v = jit::variant_of(*entry);  // may wait for another thread's compile
+      if (lookup.count_hit) {
         ++k.hits;
         k.recent.store(v, state);
       }
@@ -302,9 +431,10 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
   }
 
   // 3. A miss: decide what to compile (kAuto may make dimensions symbolic, the limit may apply).
-  if (count_hit && k.cuda) check_not_capturing(k);
+  if ((lookup.count_hit || lookup.check_capture) && k.cuda) check_not_capturing(k);
   jit::Specialization s = jit::specialize_call(k, args, key, dynamic);
   hash = s.hash;
+  lookup.tiered = lookup.tiered && !s.dynamic && !generic_key.equals(s.key);
 
   // 4. Single flight: the thread that inserts the entry compiles, the others wait for it.
   std::shared_ptr<Entry> entry;
@@ -335,40 +465,31 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
     std::string reason;
     {
       std::lock_guard<std::mutex> lock(k.mutex);
-      reason = k.history.reason(k.params, s.key, hash);
-      reason_index = k.history.record(k.params, s.key, hash, reason);
-    }
-    PRIMJIT_LOG_DEBUG << "kernel '" << k.name << "': making a variant (" << reason << ")";
-    try {
-      Source source = Source::kCompiled;
-      std::shared_ptr<Variant> v =
-          jit::compile_variant(k, args, s.key, s.dynamic, s.symbolic, reason, &source);
-      v->kernel = state;
-      count_source(k, source);
-      if (source != Source::kCompiled) {
-        std::lock_guard<std::mutex> lock(k.mutex);
-        k.history.mark(reason_index, source == Source::kDisk ? " (disk cache)" : " (remote cache)");
+      if (lookup.generic) {
+        reason = "generic variant (tiered)";
+        reason_index = k.history.record_generic(reason);
+      } else {
+        reason = k.history.reason(k.params, s.key, hash);
+        reason_index = k.history.record(k.params, s.key, hash, reason);
       }
-      promise.set_value(Outcome{v, ""});
-    } catch (const std::exception& e) {
-      promise.set_value(Outcome{nullptr, e.what()});
-      forget_failed_compile(jit, k, hash, entry, s.key, reason_index);
-      throw;
-    } catch (...) {
-      promise.set_value(Outcome{nullptr, "compiling kernel '" + k.name + "' failed"});
-      forget_failed_compile(jit, k, hash, entry, s.key, reason_index);
-      throw;
     }
-    {
-      std::lock_guard<std::mutex> lock(jit.cache.lru_mutex);
-      jit.cache.lru[hash] = entry;
+    PRIMJIT_LOG_DEBUG << "kernel '" << k.name << "': making a variant (" << reason << ")"
+                      << (lookup.tiered ? " in the background" : "");
+    if (lookup.tiered) {
+      make_in_background(state, args, s, entry, std::move(promise), reason, reason_index);
+      if (std::shared_ptr<Variant> g = try_generic_variant(state, args, generic_key)) return g;
+    } else {
+      make_entry_variant(state, args, s, entry, promise, reason, reason_index,
+                         /*keep_failed=*/false);
     }
-    jit.cache.evict_if_needed(jit.options.cache_capacity, hash);
-  } else if (count_hit) {
+  } else if (lookup.tiered && finished_variant(*entry) == nullptr) {
+    if (std::shared_ptr<Variant> g = try_generic_variant(state, args, generic_key)) return g;
+    if (lookup.count_hit) ++k.hits;
+  } else if (lookup.count_hit) {
     ++k.hits;
   }
   std::shared_ptr<Variant> v = jit::variant_of(*entry);
-  if (count_hit) k.recent.store(v, state);  // prewarm leaves the hot variants in place
+  if (lookup.count_hit) k.recent.store(v, state);  // prewarm leaves the hot variants in place
   return v;
 }
 
@@ -394,7 +515,8 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
     ++k.hits;
     return jit::run_variant(*last, args);
   }
-  return jit::run_variant(*find_variant(state, args, key, dynamic, /*count_hit=*/true), args);
+  const Lookup lookup{.count_hit = true, .tiered = k.jit->options.tiered, .check_capture = k.cuda};
+  return jit::run_variant(*find_variant(state, args, key, dynamic, lookup), args);
 }
 
 }  // namespace
@@ -492,7 +614,7 @@ std::shared_ptr<Variant> variant_for_signature(const std::shared_ptr<Kernel::Sta
   jit::check_arguments(*state, args);
   KeyBuffer key;
   bool dynamic = jit::build_call_key(*state, args, &key);
-  return find_variant(state, args, key, dynamic, /*count_hit=*/false);
+  return find_variant(state, args, key, dynamic, Lookup{});
 }
 
 }  // namespace
@@ -595,6 +717,8 @@ KernelStats Kernel::stats() const {
   s.disk_hits = k.disk_hits;
   s.remote_hits = k.remote_hits;
   s.evictions = k.evictions;
+  s.tiered_calls = k.tiered_hits;
+  s.switch_overs = k.switch_overs;
   std::lock_guard<std::mutex> lock(k.mutex);
   s.compile = k.times;
   s.reasons = k.history.reasons();

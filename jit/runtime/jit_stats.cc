@@ -26,12 +26,16 @@ JitStats Jit::stats() const {
   s.memory_hits = jit.memory_hits;
   s.disk_hits = jit.disk_hits;
   s.remote_hits = jit.remote_hits;
+  s.tiered_hits = jit.tiered_hits;
+  s.switch_overs = jit.switch_overs;
   // A live kernel adds its counters to the Jit's under stats_mutex as it leaves the set.
   for (const Kernel::State* k : jit.live_kernels) {
     s.compiles += k->misses;
     s.memory_hits += k->hits + k->recent.fast_hits();
     s.disk_hits += k->disk_hits;
     s.remote_hits += k->remote_hits;
+    s.tiered_hits += k->tiered_hits;
+    s.switch_overs += k->switch_overs;
   }
   s.compile = jit.times;
   s.host_code_bytes = jit.host_code_bytes;
@@ -46,7 +50,9 @@ std::string to_json(const JitStats& s) {
   std::string out = "{\"compiles\":" + std::to_string(s.compiles);
   out += ",\"hits\":{\"memory\":" + std::to_string(s.memory_hits) +
          ",\"disk\":" + std::to_string(s.disk_hits) +
-         ",\"remote\":" + std::to_string(s.remote_hits) + "}";
+         ",\"remote\":" + std::to_string(s.remote_hits) +
+         ",\"tiered\":" + std::to_string(s.tiered_hits) + "}";
+  out += ",\"switch_overs\":" + std::to_string(s.switch_overs);
   out += ",\"compile_ms\":{\"passes\":" + ms_text(t.passes_ms) +
          ",\"host_codegen\":" + ms_text(t.host_ms) +
          ",\"device_codegen\":" + ms_text(t.device_codegen_ms) +

@@ -13,6 +13,7 @@
 
 #include "jit/llvm/orc_engine.h"
 #include "jit/runtime/argument_memory.h"
+#include "jit/runtime/background_compile.h"
 #include "jit/runtime/cache_key.h"
 #include "jit/runtime/disk_cache.h"
 #include "jit/runtime/remote_cache.h"
@@ -29,6 +30,7 @@ struct Jit::State {
   std::string host_key;  // what host code depends on besides the function: versions, CPU
   // Counters of kernels that are gone, for the disk cache's record of this process.
   std::atomic<uint64_t> memory_hits{0}, disk_hits{0}, remote_hits{0}, compiles{0};
+  std::atomic<uint64_t> tiered_hits{0}, switch_overs{0};
   // For Jit::stats (guarded by stats_mutex): compile times and code sizes of every variant
   // made, and the live kernels (whose counters are not in the ones above yet). A kernel
   // leaves the set and adds its counters above in one step, so stats count it once.
@@ -37,6 +39,8 @@ struct Jit::State {
   uint64_t host_code_bytes = 0, device_code_bytes = 0;
   std::set<Kernel::State*> live_kernels;
   jit::VariantCache cache;
+  // JitOptions::tiered: the compiles running in the background (~Jit waits for them).
+  std::shared_ptr<jit::BackgroundCompiles> background = std::make_shared<jit::BackgroundCompiles>();
 
   explicit State(JitOptions o);
   ~State();
@@ -73,6 +77,9 @@ struct Kernel::State {
 
   std::atomic<uint64_t> hits{0}, misses{0}, disk_hits{0}, remote_hits{0}, evictions{0},
       failed{0};  // + recent.fast_hits()
+  // JitOptions::tiered: calls served by the generic variant; variants made in the background.
+  std::atomic<uint64_t> tiered_hits{0}, switch_overs{0};
+  std::atomic<bool> no_generic{false};  // its generic variant failed to compile: not tiered
   std::atomic<uint64_t> dump_count{0};
   std::mutex mutex;  // guards the fields below
   StageTimes times;
@@ -93,6 +100,8 @@ struct Kernel::State {
     jit->disk_hits += disk_hits;
     jit->remote_hits += remote_hits;
     jit->compiles += misses;
+    jit->tiered_hits += tiered_hits;
+    jit->switch_overs += switch_overs;
   }
 };
 

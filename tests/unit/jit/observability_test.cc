@@ -329,7 +329,7 @@ TEST(Observability, JitStatsCountEveryKernelAndPrintAsJson) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
   JitStats empty = jit.stats();
   EXPECT_EQ(to_json(empty),
-            R"({"compiles":0,"hits":{"memory":0,"disk":0,"remote":0},)"
+            R"({"compiles":0,"hits":{"memory":0,"disk":0,"remote":0,"tiered":0},"switch_overs":0,)"
             R"("compile_ms":{"passes":0.000,"host_codegen":0.000,"device_codegen":0.000,)"
             R"("nvrtc":0.000,"load":0.000,"disk":0.000,"total":0.000},)"
             R"("code_bytes":{"host":0,"device":0,"total":0}})");
@@ -357,7 +357,11 @@ TEST(Observability, JitStatsCountEveryKernelAndPrintAsJson) {
 
   std::string json = to_json(s);
   EXPECT_EQ(
-      json.rfind(R"({"compiles":3,"hits":{"memory":3,"disk":0,"remote":0},"compile_ms":{)", 0), 0u)
+      json.rfind(
+          R"({"compiles":3,"hits":{"memory":3,"disk":0,"remote":0,"tiered":0},"switch_overs":0,)"
+          R"("compile_ms":{)",
+          0),
+      0u)
       << json;
   std::string bytes = std::to_string(s.host_code_bytes);
   EXPECT_NE(
@@ -373,7 +377,8 @@ TEST(Observability, JitStatsCountEveryKernelAndPrintAsJson) {
                        "code_bytes.device", "code_bytes.host", "code_bytes.total",
                        "compile_ms.device_codegen", "compile_ms.disk", "compile_ms.host_codegen",
                        "compile_ms.load", "compile_ms.nvrtc", "compile_ms.passes",
-                       "compile_ms.total", "compiles", "hits.disk", "hits.memory", "hits.remote"}))
+                       "compile_ms.total", "compiles", "hits.disk", "hits.memory", "hits.remote",
+                       "hits.tiered", "switch_overs"}))
       << json;
   EXPECT_EQ(numbers->at("compiles"), 3);
   EXPECT_EQ(numbers->at("hits.memory"), 3);

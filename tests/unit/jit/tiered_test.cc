@@ -1,0 +1,374 @@
+// Tiered compilation (JitOptions::tiered): a call with a new shape runs at once on the kernel's
+// generic (kDynamic) variant while its own variant compiles in the background; later calls
+// switch to it. Every result is checked against a reference computed here.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "primjit/ir/text.h"
+#include "primjit/jit.h"
+#include "primjit/tensor.h"
+#include "tests/unit/jit/jit_test_util.h"
+#include "tests/unit/test_util.h"
+
+namespace primjit {
+namespace {
+
+using test::LogLines;
+
+Kernel vector_add(Jit& jit, KernelOptions options = {}) {
+  return jit.kernel(parse(test::kVectorAddText)->lookup("vadd"), options);
+}
+
+// A, B and C = A + B of length n, A[i] = i + 0.5, B[i] = 2 i.
+struct Vectors {
+  Tensor a, b, c;
+  explicit Vectors(int64_t n) {
+    a = Tensor::zeros({n}, DataType::Float(32));
+    b = Tensor::zeros({n}, DataType::Float(32));
+    c = Tensor::zeros({n}, DataType::Float(32));
+    for (int64_t i = 0; i < n; ++i) {
+      a.data<float>()[i] = static_cast<float>(i) + 0.5f;
+      b.data<float>()[i] = 2.0f * static_cast<float>(i);
+    }
+  }
+  // Clears C, so that a call that did nothing is seen.
+  void clear() { std::memset(c.data<float>(), 0xff, static_cast<size_t>(c.numel()) * 4); }
+  bool added() const {
+    for (int64_t i = 0; i < c.numel(); ++i) {
+      if (c.data<float>()[i] != a.data<float>()[i] + b.data<float>()[i]) return false;
+    }
+    return true;
+  }
+};
+
+// Waits until `k` has made `n` variants in the background (at most a minute).
+void wait_for_switch_overs(const Kernel& k, uint64_t n) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (k.stats().switch_overs < n) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+        << "the background compiles did not finish: " << k.stats().switch_overs << " of " << n;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+JitOptions tiered_options() {
+  return JitOptions{.disk_cache = DiskCacheMode::kDisabled, .tiered = true};
+}
+
+TEST(Tiered, ANewShapeRunsTheGenericVariantUntilItsOwnIsReady) {
+  Jit jit(tiered_options());
+  Kernel k = vector_add(jit);
+  Vectors v8(8), v24(24);
+  // The first call compiles the generic variant (and waits for it), its own in the background.
+  k(v8.a, v8.b, v8.c);
+  EXPECT_TRUE(v8.added());
+  KernelStats st = k.stats();
+  EXPECT_EQ(st.tiered_calls, 1u);
+  wait_for_switch_overs(k, 1);
+  EXPECT_EQ(k.stats().misses, 2u);  // the generic variant and n = 8
+  // A new shape: served at once by the generic variant, nothing compiled in the call.
+  k(v24.a, v24.b, v24.c);
+  EXPECT_TRUE(v24.added());
+  EXPECT_EQ(k.stats().tiered_calls, 2u);
+  wait_for_switch_overs(k, 2);
+  // Switched: these calls run the specialized variants (hits, not tiered calls).
+  for (Vectors* v : {&v8, &v24, &v8}) {
+    v->clear();
+    k(v->a, v->b, v->c);
+    EXPECT_TRUE(v->added());
+  }
+  st = k.stats();
+  EXPECT_EQ(st.tiered_calls, 2u);
+  EXPECT_EQ(st.hits, 3u);
+  EXPECT_EQ(st.calls, 5u);
+  EXPECT_EQ(st.misses, 3u);  // generic, n = 8, n = 24
+  EXPECT_EQ(st.variants, 3u);
+  // The specialized variants are the policy's: their reasons name the shapes.
+  EXPECT_EQ(st.reasons,
+            (std::vector<std::string>{"first call", "generic variant (tiered)", "n: 8 -> 24"}));
+  JitStats js = jit.stats();
+  EXPECT_EQ(js.tiered_hits, 2u);
+  EXPECT_EQ(js.switch_overs, 2u);
+  EXPECT_NE(to_json(js).find(R"("tiered":2},"switch_overs":2,)"), std::string::npos) << to_json(js);
+}
+
+// Several threads call with shapes that are new while the background compiles run and finish;
+// every result is checked, and in the end every shape runs its own variant.
+TEST(Tiered, SwitchOverUnderConcurrentCallers) {
+  Jit jit(tiered_options());
+  Kernel k = vector_add(jit);
+  const std::vector<int64_t> sizes = {1, 15, 16, 17, 64, 100, 257, 1000};
+  constexpr int kThreads = 6;
+  std::atomic<int> wrong{0}, done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<Vectors> mine;
+      for (int64_t n : sizes) mine.emplace_back(n + 0);
+      // Calls until every shape has switched, then a round more: some run the generic variant,
+      // some a specialized one, some race with the switch.
+      for (int round = 0;; ++round) {
+        bool switched = k.stats().switch_overs >= sizes.size();
+        for (size_t i = 0; i < mine.size(); ++i) {
+          Vectors& v = mine[(i + static_cast<size_t>(t)) % mine.size()];
+          v.clear();
+          k(v.a, v.b, v.c);
+          if (!v.added()) ++wrong;
+        }
+        if (switched || round > 200000) break;
+      }
+      ++done;
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(done.load(), kThreads);
+  EXPECT_EQ(wrong.load(), 0);
+  KernelStats st = k.stats();
+  EXPECT_EQ(st.switch_overs, sizes.size());
+  EXPECT_EQ(st.misses, sizes.size() + 1);  // each shape once, and the generic variant
+  EXPECT_GE(st.tiered_calls, 1u);
+  // After the switch, calls run the specialized variants only.
+  uint64_t tiered = st.tiered_calls;
+  for (int64_t n : sizes) {
+    Vectors v(n);
+    k(v.a, v.b, v.c);
+    EXPECT_TRUE(v.added()) << n;
+  }
+  EXPECT_EQ(k.stats().tiered_calls, tiered);
+}
+
+// A background compile that fails is logged; calls with its key keep running the generic
+// variant (correctly) and do not compile it again.
+TEST(Tiered, ABackgroundCompileErrorKeepsTheGenericVariantServing) {
+  Jit jit(tiered_options());
+  Kernel k = vector_add(jit);
+  Vectors v8(8), v32(32);
+  k(v8.a, v8.b, v8.c);
+  wait_for_switch_overs(k, 1);
+  LogLines warnings(LogLevel::kWarning);
+  {
+    // Every compile started now fails (an unknown dump option), the generic variant is made.
+    setenv("PRIMJIT_DUMP", "no_such_dump_option", 1);
+    k(v32.a, v32.b, v32.c);
+    EXPECT_TRUE(v32.added());
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (k.stats().misses < 3 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    unsetenv("PRIMJIT_DUMP");
+  }
+  KernelStats st = k.stats();
+  EXPECT_EQ(st.misses, 3u);
+  EXPECT_EQ(st.variants, 2u);  // the failed one is not a variant
+  EXPECT_EQ(st.switch_overs, 1u);
+  ASSERT_FALSE(st.reasons.empty());
+  EXPECT_NE(st.reasons.back().find("(failed)"), std::string::npos) << st.reasons.back();
+  std::vector<std::string> lines = warnings.lines();
+  ASSERT_EQ(lines.size(), 1u) << ::testing::PrintToString(lines);
+  EXPECT_NE(lines[0].find("kernel 'vadd'"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("keep running the generic variant"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("no_such_dump_option"), std::string::npos) << lines[0];
+  // Later calls with that shape run the generic variant; nothing compiles again.
+  for (int i = 0; i < 3; ++i) {
+    v32.clear();
+    k(v32.a, v32.b, v32.c);
+    EXPECT_TRUE(v32.added());
+  }
+  st = k.stats();
+  EXPECT_EQ(st.misses, 3u);
+  EXPECT_EQ(st.tiered_calls, 5u);  // the first call, the failing shape's four
+  EXPECT_EQ(warnings.lines().size(), 1u);
+  // Other shapes still switch.
+  Vectors v40(40);
+  k(v40.a, v40.b, v40.c);
+  EXPECT_TRUE(v40.added());
+  wait_for_switch_overs(k, 2);
+}
+
+// A kernel whose generic variant does not compile (its host allocation needs a constant
+// size): the kernel stops tiering, and each call waits for its own variant, as untiered (the
+// first call's own variant was already compiling in the background: it waits for that one).
+TEST(Tiered, WithoutAGenericVariantCallsWaitForTheirOwn) {
+  Jit jit(tiered_options());
+  Kernel k = jit.kernel(parse(R"(
+@T.prim_func
+def twice(a: T.handle, b: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    tmp = T.alloc_buffer((n,), "float32")
+    for i in range(n):
+        tmp[i] = A[i] * T.float32(2)
+    for i in range(n):
+        B[i] = tmp[i] + T.float32(1)
+)")
+                            ->lookup("twice"));
+  LogLines info(LogLevel::kInfo);
+  for (int64_t n : {8, 16, 8}) {
+    Vectors v(n);
+    k(v.a, v.b);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(v.b.data<float>()[i], v.a.data<float>()[i] * 2 + 1) << n;
+    }
+  }
+  KernelStats st = k.stats();
+  EXPECT_EQ(st.tiered_calls, 0u);
+  EXPECT_EQ(st.switch_overs, 1u);
+  EXPECT_EQ(st.variants, 2u);
+  EXPECT_EQ(st.hits, 1u);
+  int said = 0;
+  for (const std::string& line : info.lines()) {
+    said += line.find("its generic variant does not compile") != std::string::npos;
+  }
+  EXPECT_EQ(said, 1);
+}
+
+// A float kernel whose specialized and generic variants could differ if specializing changed
+// float semantics: math functions, a division by the float value of n, an unmarked reduction
+// (exact order) and a T.vectorized one (fixed partial order, whatever n is).
+constexpr const char* kFloatKernel = R"(
+@T.prim_func
+def mix(a: T.handle, b: T.handle, s: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    S = T.match_buffer(s, (2,), "float32")
+    acc = T.alloc_buffer((1,), scope="local")
+    plain = T.alloc_buffer((1,), scope="local")
+    acc[0] = T.float32(0)
+    plain[0] = T.float32(0)
+    for i in range(n):
+        B[i] = T.exp(A[i]) / T.Cast("float32", n) + T.sqrt(A[i] * T.float32(0.3)) * A[i] + T.Cast("float32", i) / T.float32(7)
+    for i in T.vectorized(n):
+        acc[0] = acc[0] + A[i] * A[i]
+    for i in range(n):
+        plain[0] = plain[0] + A[i] * T.float32(1.1)
+    S[0] = acc[0]
+    S[1] = plain[0]
+)";
+
+struct FloatRun {
+  std::vector<float> b, s;
+};
+
+FloatRun run_mix(const Kernel& k, int64_t n) {
+  Tensor a = Tensor::zeros({n}, DataType::Float(32));
+  Tensor b = Tensor::zeros({n}, DataType::Float(32));
+  Tensor s = Tensor::zeros({2}, DataType::Float(32));
+  for (int64_t i = 0; i < n; ++i) {
+    a.data<float>()[i] = std::sin(static_cast<float>(i) * 0.37f) * 3.0f + 0.01f * i;
+  }
+  k(a, b, s);
+  return {{b.data<float>(), b.data<float>() + n}, {s.data<float>(), s.data<float>() + 2}};
+}
+
+bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+TEST(Tiered, GenericAndSpecializedVariantsGiveBitIdenticalFloatResults) {
+  for (Policy policy : {Policy::kExact, Policy::kBucketed}) {
+    Jit jit(tiered_options());
+    Kernel k = jit.kernel(parse(kFloatKernel)->lookup("mix"), {.policy = policy});
+    uint64_t switches = 0;
+    for (int64_t n : {1, 7, 15, 16, 17, 31, 32, 33, 100, 1000}) {
+      uint64_t tiered = k.stats().tiered_calls;
+      FloatRun generic = run_mix(k, n);
+      bool ran_generic = k.stats().tiered_calls == tiered + 1;
+      if (!ran_generic) continue;  // a bucket already compiled: nothing to compare
+      wait_for_switch_overs(k, ++switches);
+      FloatRun specialized = run_mix(k, n);
+      ASSERT_EQ(k.stats().tiered_calls, tiered + 1) << "n = " << n;
+      EXPECT_TRUE(same_bits(generic.b, specialized.b)) << "n = " << n;
+      EXPECT_TRUE(same_bits(generic.s, specialized.s))
+          << "n = " << n << ": " << generic.s[0] << " " << specialized.s[0] << ", " << generic.s[1]
+          << " " << specialized.s[1];
+    }
+    EXPECT_GE(switches, policy == Policy::kExact ? 10u : 5u);
+  }
+}
+
+// Off (the default): the first call with a new shape compiles its variant and runs it; there
+// is no generic variant.
+TEST(Tiered, OffCompilesTheNewShapesVariantInTheCall) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = vector_add(jit);
+  for (int64_t n : {8, 24, 8}) {
+    Vectors v(n);
+    k(v.a, v.b, v.c);
+    EXPECT_TRUE(v.added());
+  }
+  KernelStats st = k.stats();
+  EXPECT_EQ(st.misses, 2u);
+  EXPECT_EQ(st.variants, 2u);
+  EXPECT_EQ(st.hits, 1u);
+  EXPECT_EQ(st.tiered_calls, 0u);
+  EXPECT_EQ(st.switch_overs, 0u);
+  EXPECT_EQ(st.reasons, (std::vector<std::string>{"first call", "n: 8 -> 24"}));
+}
+
+// The generic variant is not one of the recompile limit's keys; past the limit, the fallback
+// (the dynamic variant) is the generic variant itself.
+TEST(Tiered, TheRecompileLimitCountsTheSpecializedKeysOnly) {
+  Jit jit(tiered_options());
+  Kernel k = vector_add(
+      jit, {.recompile_limit = 2, .on_recompile_limit = OnRecompileLimit::kFallbackToDynamic});
+  uint64_t switches = 0;
+  for (int64_t n : {8, 16, 24, 32}) {
+    Vectors v(n);
+    k(v.a, v.b, v.c);
+    EXPECT_TRUE(v.added()) << n;
+    if (n <= 16) wait_for_switch_overs(k, ++switches);
+  }
+  KernelStats st = k.stats();
+  EXPECT_EQ(st.misses, 3u);  // the generic variant, n = 8 and n = 16
+  EXPECT_EQ(st.switch_overs, 2u);
+  EXPECT_EQ(st.tiered_calls, 2u);  // n = 8 and 16; 24 and 32 run the fallback as hits
+  EXPECT_EQ(st.hits, 2u);
+}
+
+// A kDynamic kernel has nothing to specialize: tiered or not, its one variant serves.
+TEST(Tiered, DynamicKernelsAreNotTiered) {
+  Jit jit(tiered_options());
+  Kernel k = vector_add(jit, {.policy = Policy::kDynamic});
+  for (int64_t n : {8, 24}) {
+    Vectors v(n);
+    k(v.a, v.b, v.c);
+    EXPECT_TRUE(v.added());
+  }
+  KernelStats st = k.stats();
+  EXPECT_EQ(st.misses, 1u);
+  EXPECT_EQ(st.tiered_calls, 0u);
+  EXPECT_EQ(st.switch_overs, 0u);
+}
+
+// Destroying the Jit waits for its background compiles; the kernel's variants stay usable.
+TEST(Tiered, TheJitWaitsForItsBackgroundCompiles) {
+  Vectors v(48);
+  Kernel k;  // outlives the Jit
+  {
+    Jit jit(tiered_options());
+    k = vector_add(jit);
+    k(v.a, v.b, v.c);
+    EXPECT_TRUE(v.added());
+  }
+  EXPECT_EQ(k.stats().switch_overs, 1u);  // finished before ~Jit returned
+  v.clear();
+  k(v.a, v.b, v.c);
+  EXPECT_TRUE(v.added());
+  EXPECT_EQ(k.stats().tiered_calls, 1u);
+}
+
+}  // namespace
+}  // namespace primjit
