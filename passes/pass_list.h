@@ -17,6 +17,8 @@ Pass make_flatten_buffer_pass();
 Pass make_simplify_pass();
 /// LowerVectorReductions: T.vectorized reduction loops to lane-wise partials and a fixed tree.
 Pass make_lower_vector_reductions_pass();
+/// VectorizeLoop: host T.vectorized loops of constant extent to Ramp/Broadcast vector statements.
+Pass make_vectorize_loop_pass();
 /// FuseMultiplyAdd: contraction when enabled, floating a * b + c to T.fma (one rounding).
 Pass make_fuse_multiply_add_pass();
 /// MergeSharedMemoryAllocations: one merged shared.dyn buffer per kernel launch, with reuse.
