@@ -148,6 +148,7 @@ class BodyVectorizer {
         const auto* op = e.as<Cast>();
         Expr a = expr(op->value);
         if (!check(op->dtype) || a.same_as(op->value)) return e;
+        if (Expr ramp = widened_ramp(op->dtype, a); ramp.defined()) return ramp;
         return Cast::make(op->dtype.with_lanes(a.dtype().lanes()), a);
       }
       case NodeKind::kSelect: {
@@ -237,6 +238,31 @@ class BodyVectorizer {
     } else {
       return make_ramp(Node::make(base_a, base_b), Node::make(stride_a, stride_b));
     }
+  }
+
+  // An integer Cast of a Ramp with constant base and stride (`T.int64(j)` of the loop variable)
+  // is a Ramp in the new dtype when every lane's value fits both dtypes, so no lane wrapped in
+  // the old one or changes in the conversion. Undefined otherwise.
+  Expr widened_ramp(DataType to, const Expr& a) {
+    const auto* ramp = a.as<Ramp>();
+    if (ramp == nullptr || !to.is_integer()) return Expr();
+    std::optional<int64_t> base = as_const_int(ramp->base);
+    std::optional<int64_t> stride = as_const_int(ramp->stride);
+    if (!base || !stride || std::abs(*base) > (int64_t{1} << 56) ||
+        std::abs(*stride) > (int64_t{1} << 48)) {
+      return Expr();  // (no int64 overflow in the ends below)
+    }
+    auto fits = [](DataType t, int64_t v) {
+      if (t.bits() >= 64) return !t.is_uint() || v >= 0;
+      const int64_t lo = t.is_int() ? -(int64_t{1} << (t.bits() - 1)) : 0;
+      const int64_t hi = (int64_t{1} << (t.is_int() ? t.bits() - 1 : t.bits())) - 1;
+      return v >= lo && v <= hi;
+    };
+    // The lanes are monotone: both ends fitting means every lane fits.
+    for (int64_t end : {*base, *base + *stride * (lanes_ - 1)}) {
+      if (!fits(ramp->base.dtype(), end) || !fits(to, end)) return Expr();
+    }
+    return Ramp::make(IntImm::make(to, *base), IntImm::make(to, *stride), lanes_);
   }
 
   Expr make_ramp(const Expr& base, const Expr& stride) {
