@@ -23,18 +23,21 @@
 //             (same stride, constant base difference); no other accessed buffer may alias a
 //             stored one (AliasAnalysis). So no lane reads what another lane writes, and
 //             running statement by statement over all lanes equals running lane by lane.
+//           Statements over more than 32 bytes of data (kVectorBytes) are emitted in chunks of
+//           the largest lane count dividing L that fits, each chunk with fresh copies of the
+//           variables the body defines.
 //           Loop-invariant subexpressions stay scalar (Broadcast where combined with lanes);
 //           index arithmetic that is affine in the loop variable folds into one Ramp; a Bind
 //           of a Ramp is substituted, other vector Binds and Lets get vector variables.
-// Example:
-//   for j in T.vectorized(16):                =>  acc[T.Ramp(ii * 16, 1, 16)] =
-//       acc[ii * 16 + j] = acc[ii * 16 + j]           acc[T.Ramp(ii * 16, 1, 16)]
-//           + a * B[k * 64 + j]                       + T.Broadcast(a, 16) * B[T.Ramp(k * 64, 1,
-//           16)]
+// Example (float32: 8 lanes are 32 bytes):
+//   for j in T.vectorized(8):           =>  acc[T.Ramp(ii * 8, 1, 8)] = acc[T.Ramp(ii * 8, 1, 8)]
+//       acc[ii * 8 + j] = acc[ii * 8 + j]       + T.Broadcast(a, 8) * B[T.Ramp(k * 64, 1, 8)]
+//           + a * B[k * 64 + j]
 #include <cstdlib>
 #include <unordered_map>
 
 #include "passes/alias_analysis.h"
+#include "passes/fresh_definitions.h"
 #include "passes/pass_list.h"
 #include "primjit/arith.h"
 #include "primjit/ir/functor.h"
@@ -44,6 +47,11 @@ namespace primjit::passes {
 namespace {
 
 constexpr int64_t kMaxVectorLanes = 64;
+// Data per vector statement: wider loops are split into chunks of this many bytes (256 bits:
+// an AVX2 register, two NEON ones). LLVM legalizes wider vectors by splitting too, except that
+// masks (<32 x i1> of a float max) go through packed bytes, three times slower than 8-lane
+// chunks in bench_host_codegen's marked max.
+constexpr int kVectorBytes = 32;
 
 // Element dtypes whose vector operations every host backend computes lane by lane exactly as
 // the scalar ones.
@@ -77,9 +85,10 @@ bool loads_memory(const Expr& e) {
 // something this pass does not vectorize.
 class BodyVectorizer {
  public:
-  BodyVectorizer(const For& loop, int lanes) : lanes_(lanes) {
+  // Lane k is the iteration `min` + k of `loop` (min is the loop's, or a chunk's start).
+  BodyVectorizer(const For& loop, const Expr& min, int lanes) : lanes_(lanes) {
     DataType it = loop.loop_var.dtype();
-    values_[loop.loop_var.get()] = Ramp::make(loop.min, IntImm::make(it, 1), lanes);
+    values_[loop.loop_var.get()] = Ramp::make(min, IntImm::make(it, 1), lanes);
   }
 
   bool failed() const { return failed_; }
@@ -406,15 +415,67 @@ class LoopVectorizer : public StmtExprMutator {
     DataType it = op->loop_var.dtype();
     if (op->for_kind == ForKind::kVectorized && extent && *extent >= 2 &&
         *extent <= kMaxVectorLanes && it.is_int() && (it.bits() == 32 || it.bits() == 64)) {
-      BodyVectorizer vectorizer(*op, static_cast<int>(*extent));
+      const int lanes = static_cast<int>(*extent);
+      BodyVectorizer vectorizer(*op, op->min, lanes);
       Stmt body = vectorizer.stmt(op->body);
       if (!body.defined()) body = SeqStmt::make({});
-      if (!vectorizer.failed() && legal(vectorizer.accesses(), alias_, *extent) &&
+      if (!vectorizer.failed() && legal(vectorizer.accesses(), alias_, lanes) &&
           vectors_supported(body)) {
-        return body;
+        return split(*op, body, lanes);
       }
     }
     return StmtExprMutator::mutate(op);
+  }
+
+ private:
+  // The vector statements in chunks of at most kVectorBytes of data: legal for all lanes at
+  // once means no lane touches another's elements, so any grouping of lanes is legal too.
+  static Stmt split(const For& loop, const Stmt& whole, int lanes) {
+    const int chunk = chunk_lanes(whole, lanes);
+    if (chunk == lanes) return whole;
+    std::vector<Stmt> chunks;
+    DataType it = loop.loop_var.dtype();
+    for (int first = 0; first < lanes; first += chunk) {
+      // Every chunk gets its own copies of the variables the body defines.
+      Stmt body = first == 0 ? loop.body : copy_with_fresh_definitions(loop.body);
+      Expr min =
+          first == 0 ? loop.min : arith::simplify(Add::make(loop.min, IntImm::make(it, first)));
+      BodyVectorizer vectorizer(loop, min, chunk);
+      Stmt s = vectorizer.stmt(body);
+      PRIMJIT_ICHECK(!vectorizer.failed())
+          << "VectorizeLoop: a chunk failed where the loop did not";
+      if (s.defined()) chunks.push_back(s);
+    }
+    return SeqStmt::make(std::move(chunks));
+  }
+
+  // The largest divisor of `lanes` (at least 2) whose widest data element (loaded, stored or
+  // converted values; not indices) fits kVectorBytes; `lanes` when none does.
+  static int chunk_lanes(const Stmt& whole, int lanes) {
+    struct Widest : StmtExprVisitor {
+      int bits = 8;
+      void note(DataType t) {
+        if (t.is_vector() && !t.is_bool()) bits = std::max(bits, t.bits());
+      }
+      void visit(const BufferLoad* op) override {
+        note(op->dtype);
+        StmtExprVisitor::visit(op);
+      }
+      void visit(const Cast* op) override {
+        note(op->dtype);
+        StmtExprVisitor::visit(op);
+      }
+      void visit(const BufferStore* op) override {
+        note(op->value.dtype());
+        StmtExprVisitor::visit(op);
+      }
+    } widest;
+    widest.visit_stmt(whole);
+    const int max_lanes = std::max(2, kVectorBytes * 8 / widest.bits);
+    for (int chunk = std::min(lanes, max_lanes); chunk >= 2; --chunk) {
+      if (lanes % chunk == 0) return chunk;
+    }
+    return lanes;
   }
 
  private:
