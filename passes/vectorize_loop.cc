@@ -60,7 +60,8 @@ bool supported_dtype(DataType t) {
   return t.is_float() && (t.bits() == 32 || t.bits() == 64);
 }
 
-// One buffer access of the vectorized body: the index is a Ramp, or a scalar (`ramp` null).
+// One buffer access of the vectorized body: its index for all lanes (a Ramp when affine in the
+// loop variable, another vector for a gather, a scalar when loop-invariant).
 struct Access {
   Buffer buffer;
   Expr index;
