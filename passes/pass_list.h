@@ -13,10 +13,16 @@ Pass make_specialize_pass();
 Pass make_insert_division_checks_pass();
 /// FlattenBuffer: N-d buffers and accesses to 1-D; parameter buffers get a flat alias.
 Pass make_flatten_buffer_pass();
+/// VersionLoops: loop nests over symbolic dimensions get a fast path for multiples of the tile
+/// or vector width, chosen at run time (the JIT runs it after FlattenBuffer for variants with
+/// symbolic dimensions).
+Pass make_version_loops_pass();
 /// Simplify: arithmetic simplification under loop/thread bounds; folds proven branches.
 Pass make_simplify_pass();
 /// LowerVectorReductions: T.vectorized reduction loops to lane-wise partials and a fixed tree.
 Pass make_lower_vector_reductions_pass();
+/// VectorizeLoop: host T.vectorized loops of constant extent to Ramp/Broadcast vector statements.
+Pass make_vectorize_loop_pass();
 /// FuseMultiplyAdd: contraction when enabled, floating a * b + c to T.fma (one rounding).
 Pass make_fuse_multiply_add_pass();
 /// MergeSharedMemoryAllocations: one merged shared.dyn buffer per kernel launch, with reuse.

@@ -151,11 +151,6 @@ Pass body_pass(std::string name, std::string summary, std::function<Stmt(const S
                        });
 }
 
-/// VersionLoops (passes/version_loops.cc): loop nests over symbolic dimensions get a fast path
-/// for multiples of the tile or vector width, chosen at run time. The JIT runs it after
-/// FlattenBuffer for variants with symbolic dimensions.
-Pass make_version_loops_pass();
-
 const std::vector<Pass>& registered_passes() {
   static const std::vector<Pass> passes = [] {
     std::vector<Pass> list = {
@@ -170,6 +165,7 @@ const std::vector<Pass>& registered_passes() {
         make_fuse_multiply_add_pass(),     make_lower_parallel_loops_pass(),
         make_lower_compute_scopes_pass(),  make_lower_vector_reductions_pass(),
         make_version_loops_pass(),
+        make_vectorize_loop_pass(),
     };
     std::sort(list.begin(), list.end(),
               [](const Pass& a, const Pass& b) { return a.name < b.name; });

@@ -18,6 +18,8 @@ std::vector<std::string> default_pipeline(const PipelineOptions& options) {
            "Simplify",       // fold the index arithmetic flattening produced, prune dead branches
            "LowerVectorReductions",  // marked reductions to partials in a fixed order, before
                                      // FuseMultiplyAdd contracts their sums
+           "VectorizeLoop",  // T.vectorized loops (the partials' too) to vector statements, so
+                             // LLVM sees vector code before its unroller scalarizes the loops
        }) {
     pipeline.push_back(pass);
   }
