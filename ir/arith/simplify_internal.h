@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "ir/arith/arith_internal.h"
+#include "primjit/float_formats.h"
 #include "primjit/ir/functor.h"
 
 namespace primjit::arith::detail {
@@ -49,8 +50,20 @@ inline std::optional<i128> const_int(const Expr& e) {
   return std::nullopt;
 }
 
+// The value a float literal has at run time: rounded to its type, as every backend converts it
+// (T.float32(0.001) is 0.001f, not the double 0.001; 1 / it is 999.99994f, not 1000).
+inline double literal_value(DataType t, double v) {
+  if (t.is_float() && t.bits() == 64) return v;
+  if (t.is_float() && t.bits() == 32) return static_cast<double>(static_cast<float>(v));
+  const fp::Format& f = t.is_bfloat16()                             ? fp::kBFloat16
+                        : t.code() == DataType::Code::kFloat8E4M3FN ? fp::kFloat8E4M3FN
+                        : t.code() == DataType::Code::kFloat8E5M2   ? fp::kFloat8E5M2
+                                                                    : fp::kFloat16;
+  return static_cast<double>(fp::round_to(f, static_cast<float>(v)));
+}
+
 inline std::optional<double> const_float(const Expr& e) {
-  if (const auto* imm = e.as<FloatImm>()) return imm->value;
+  if (const auto* imm = e.as<FloatImm>()) return literal_value(imm->dtype, imm->value);
   return std::nullopt;
 }
 
