@@ -4,11 +4,42 @@
 
 #include <llvm/IR/MDBuilder.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "jit/common/host_abi.h"
 #include "jit/llvm/missed_vectorization.h"
 #include "primjit/error.h"
 
 namespace primjit::jit {
+namespace {
+
+bool is_noalias_param(Value* v) {
+  auto* arg = llvm::dyn_cast<llvm::Argument>(v);
+  return arg != nullptr && arg->hasNoAliasAttr();
+}
+
+// Which captures of a parallel task are noalias in its body: only what the launching function
+// already states. A capture qualifies when it is a noalias parameter of the launching function
+// (a compute scope's buffer pointer), captured once, and every other pointer capture is another
+// such parameter or a stack allocation of the launching function, neither of which can be based
+// on it. Any other pointer capture (one computed from a parameter, say) might overlap, and then
+// no capture is noalias.
+std::vector<bool> noalias_captures(const std::vector<Value*>& captured) {
+  std::vector<bool> noalias(captured.size(), false);
+  for (Value* v : captured) {
+    if (v->getType()->isPointerTy() && !is_noalias_param(v) && !llvm::isa<llvm::AllocaInst>(v)) {
+      return noalias;
+    }
+  }
+  for (size_t i = 0; i < captured.size(); ++i) {
+    noalias[i] = is_noalias_param(captured[i]) &&
+                 std::count(captured.begin(), captured.end(), captured[i]) == 1;
+  }
+  return noalias;
+}
+
+}  // namespace
 
 void FunctionCodegen::visit(const SeqStmt* op) {
   for (const Stmt& s : op->seq) visit_stmt(s);
@@ -253,42 +284,61 @@ Value* FunctionCodegen::parallel_for(const Call* op) {
   llvm::StructType* closure_type = llvm::StructType::get(m_.ctx, field_types);
   llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
   llvm::AllocaInst* closure = entry.CreateAlloca(closure_type);
+  std::vector<Value*> captured;
   for (size_t i = 0; i < num_captures; ++i) {
-    b_.CreateStore(visit_expr(op->args[3 + i]),
+    captured.push_back(visit_expr(op->args[3 + i]));
+    b_.CreateStore(captured.back(),
                    b_.CreateStructGEP(closure_type, closure, static_cast<unsigned>(i)));
   }
   if (!kernel.empty()) {
     b_.CreateStore(self_for(kernel),
                    b_.CreateStructGEP(closure_type, closure, static_cast<unsigned>(num_captures)));
   }
+  // The task's entry loads the captures from the closure once and calls the body, an
+  // always-inlined function of (begin, end, captures..., self) whose buffer pointers keep the
+  // noalias facts of the launching function (inlining turns them into scoped alias metadata).
+  // Without them, LLVM must check at run time that the loads of a vectorized loop do not
+  // overlap its stores, which it cannot do for index arithmetic that may wrap.
   llvm::Function* f = llvm::Function::Create(
       llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getInt64Ty(), b_.getPtrTy()},
                               false),
       llvm::Function::InternalLinkage, name->value + m_.suffix, &m_.mod);
   m_.functions[name->value] = f;
-  FunctionCodegen inner(m_, f, /*returns_error=*/true);
-  inner.user_function_ = user_function();
-  llvm::Argument* begin = f->getArg(0);
-  llvm::Argument* end = f->getArg(1);
+  std::vector<llvm::Type*> body_types = {b_.getInt64Ty(), b_.getInt64Ty()};
+  body_types.insert(body_types.end(), field_types.begin(), field_types.end());
+  llvm::Function* body = llvm::Function::Create(
+      llvm::FunctionType::get(b_.getInt32Ty(), body_types, false), llvm::Function::InternalLinkage,
+      name->value + "_body" + m_.suffix, &m_.mod);
+  body->addFnAttr(llvm::Attribute::AlwaysInline);
   llvm::Argument* env = f->getArg(2);
-  begin->setName(task->params[0]->name);
-  end->setName(task->params[1]->name);
+  f->getArg(0)->setName(task->params[0]->name);
+  f->getArg(1)->setName(task->params[1]->name);
   env->setName("closure");
   env->addAttr(llvm::Attribute::NoAlias);
-  for (size_t i = 0; i < num_captures; ++i) {
-    const Var& capture = task->params[2 + i];
-    Value* field = inner.b_.CreateLoad(
-        field_types[i], inner.b_.CreateStructGEP(closure_type, env, static_cast<unsigned>(i)),
-        capture->name);
-    inner.bind(capture.get(), field);
+  llvm::IRBuilder<> task_entry(llvm::BasicBlock::Create(m_.ctx, "entry", f));
+  std::vector<Value*> body_args = {f->getArg(0), f->getArg(1)};
+  for (size_t i = 0; i < field_types.size(); ++i) {
+    const std::string field_name = i < num_captures ? task->params[2 + i]->name : "self";
+    body_args.push_back(task_entry.CreateLoad(
+        field_types[i], task_entry.CreateStructGEP(closure_type, env, static_cast<unsigned>(i)),
+        field_name));
+  }
+  task_entry.CreateRet(task_entry.CreateCall(body, body_args));
+
+  FunctionCodegen inner(m_, body, /*returns_error=*/true);
+  inner.user_function_ = user_function();
+  const std::vector<bool> noalias = noalias_captures(captured);
+  for (size_t i = 0; i < task->params.size(); ++i) {
+    llvm::Argument* arg = body->getArg(static_cast<unsigned>(i));
+    arg->setName(task->params[i]->name);
+    if (i >= 2 && noalias[i - 2]) arg->addAttr(llvm::Attribute::NoAlias);
+    inner.bind(task->params[i].get(), arg);
   }
   if (!kernel.empty()) {
-    inner.set_self(inner.b_.CreateLoad(
-        b_.getPtrTy(),
-        inner.b_.CreateStructGEP(closure_type, env, static_cast<unsigned>(num_captures)), "self"));
+    llvm::Argument* self = body->getArg(static_cast<unsigned>(task->params.size()));
+    self->setName("self");
+    inner.set_self(self);
   }
-  inner.bind(task->params[0].get(), begin);
-  inner.bind(task->params[1].get(), end);
   inner.emit_body(task->body, inner.b_.getInt32(0));
 
   Value* min = b_.CreateSExtOrTrunc(visit_expr(op->args[1]), b_.getInt64Ty());

@@ -216,7 +216,9 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
 
   // T.parallel_for("task", min, extent, captures...): the captures go into a closure struct on
   // the stack, the task (emitted here, where it is launched) becomes body(begin, end, closure)
-  // -> int32, and primjit_rt_parallel_for runs it once per chunk of [min, min + extent).
+  // -> int32, and primjit_rt_parallel_for runs it once per chunk of [min, min + extent). The
+  // task loads the captures and calls the always-inlined body(begin, end, captures..., self),
+  // whose pointers are noalias where the launching function's are (noalias_captures).
   Value* parallel_for(const Call* op);
 
   HostModuleState& m_;
