@@ -164,8 +164,7 @@ const std::vector<Pass>& registered_passes() {
         make_bf16_storage_legalize_pass(), make_insert_division_checks_pass(),
         make_fuse_multiply_add_pass(),     make_lower_parallel_loops_pass(),
         make_lower_compute_scopes_pass(),  make_lower_vector_reductions_pass(),
-        make_version_loops_pass(),
-        make_vectorize_loop_pass(),
+        make_version_loops_pass(),         make_vectorize_loop_pass(),
     };
     std::sort(list.begin(), list.end(),
               [](const Pass& a, const Pass& b) { return a.name < b.name; });
