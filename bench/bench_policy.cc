@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench/bench_main.h"
+#include "bench/parallel_matmul.h"
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
 #include "primjit/tensor.h"
@@ -29,24 +30,6 @@ namespace primjit::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-constexpr const char* kMatmul = R"(
-@T.prim_func
-def matmul(a: T.handle, b: T.handle, c: T.handle):
-    T.func_attr({"target": T.target("llvm")})
-    M = T.int32()
-    N = T.int32()
-    K = T.int32()
-    A = T.match_buffer(a, (M, K), "float32")
-    B = T.match_buffer(b, (K, N), "float32")
-    C = T.match_buffer(c, (M, N), "float32")
-    for i in T.parallel(M):
-        for j in range(N):
-            C[i, j] = T.float32(0)
-        for k in range(K):
-            for j in range(N):
-                C[i, j] = C[i, j] + A[i, k] * B[k, j]
-)";
 
 // The same product in 32 x 32 tiles of C with guards for partial tiles, the way a schedule
 // tiles a matmul whose sizes are not known: exact variants fold the guards of whole tiles;
@@ -110,7 +93,7 @@ double ms_since(Clock::time_point start) {
 void BM_TwentyMatmulShapes(benchmark::State& state, Policy policy) {
   std::vector<Operands> operands;
   for (int64_t n : sizes()) operands.emplace_back(n);
-  PrimFunc func = parse(kMatmul)->lookup("matmul");
+  PrimFunc func = parse(kParallelMatmul)->lookup("matmul");
   double compiles = 0, compile_ms = 0, steady_ms = 0;
   for (auto _ : state) {
     state.PauseTiming();

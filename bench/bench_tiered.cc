@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench/bench_main.h"
+#include "bench/parallel_matmul.h"
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
 #include "primjit/tensor.h"
@@ -132,24 +133,6 @@ BENCHMARK_CAPTURE(BM_NewShapeFirstCall, exact, kExactMode)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 
-constexpr const char* kMatmul = R"(
-@T.prim_func
-def matmul(a: T.handle, b: T.handle, c: T.handle):
-    T.func_attr({"target": T.target("llvm")})
-    M = T.int32()
-    N = T.int32()
-    K = T.int32()
-    A = T.match_buffer(a, (M, K), "float32")
-    B = T.match_buffer(b, (K, N), "float32")
-    C = T.match_buffer(c, (M, N), "float32")
-    for i in T.parallel(M):
-        for j in range(N):
-            C[i, j] = T.float32(0)
-        for k in range(K):
-            for j in range(N):
-                C[i, j] = C[i, j] + A[i, k] * B[k, j]
-)";
-
 struct Operands {
   Tensor a, b, c;
   explicit Operands(int64_t n)
@@ -174,7 +157,7 @@ void BM_MatmulAfterSwitch(benchmark::State& state, Mode mode) {
   std::vector<Operands> operands;
   for (int64_t i = 0; i < 16; ++i) operands.emplace_back(48 + 16 * i);
   for (int64_t n : {100, 150, 201, 257}) operands.emplace_back(n);
-  PrimFunc func = parse(kMatmul)->lookup("matmul");
+  PrimFunc func = parse(kParallelMatmul)->lookup("matmul");
   double first_ms = 0, steady_ms = 0;
   for (auto _ : state) {
     state.PauseTiming();
