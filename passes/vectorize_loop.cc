@@ -323,6 +323,14 @@ class BodyVectorizer {
     }
     Expr index = expr(indices[0]);
     if (failed_) return std::nullopt;
+    // Vector indices only in int32 or int64: conflicts() and legal() read strides and base
+    // differences as signed values, which an unsigned or narrow index wraps (a uint8 index
+    // times 64 sends lanes 0 and 4 to one element; a negative uint32 difference looks far).
+    const DataType it = index.dtype();
+    if (it.is_vector() && !(it.is_int() && (it.bits() == 32 || it.bits() == 64))) {
+      failed_ = true;
+      return std::nullopt;
+    }
     accesses_.push_back({buffer, index, is_store});
     return index;
   }
