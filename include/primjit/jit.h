@@ -181,11 +181,13 @@ struct JitOptions {
   /// while the variant its key selects compiles on a background task; calls with that key
   /// switch to it once it is ready (KernelStats::tiered_calls, switch_overs). A background
   /// compile that fails is logged as a warning, and calls with its key keep running the
-  /// generic variant (they do not compile it again). Both variants compute the same bits:
-  /// specializing never changes floating-point semantics (docs/semantics.md). Kernels of
-  /// policy kDynamic, and kernels after the recompile limit's fallback, are not tiered. The
-  /// Jit's destructor waits for its background compiles. Off by default: the first call with a
-  /// new shape then compiles its own variant and waits for it.
+  /// generic variant (they do not compile it again). Both variants compute the same bits for
+  /// arithmetic: specializing never changes floating-point semantics (docs/semantics.md); math
+  /// functions (T.exp, ...) agree within their ulp bound, since a vectorized lane and a scalar
+  /// iteration may call different implementations and specializing changes which loops
+  /// vectorize. Kernels of policy kDynamic, and kernels after the recompile limit's fallback,
+  /// are not tiered. The Jit's destructor waits for its background compiles. Off by default:
+  /// the first call with a new shape then compiles its own variant and waits for it.
   bool tiered = false;
 };
 

@@ -1,5 +1,7 @@
 #include "jit/llvm/vector_math.h"
 
+#include <dlfcn.h>
+
 #include <llvm/Analysis/VectorUtils.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
@@ -74,6 +76,27 @@ void set_pure(llvm::Function* f) {
   f->setDoesNotFreeMemory();
 }
 
+// The host's float64 variant of `libm` in the vector function ABI: `_ZGVdN4v_exp`.
+std::string variant_name(const std::string& libm, int arity) {
+  const VectorIsa& isa = host_isa();
+  return std::string("_ZGV") + isa.letter + "N" + std::to_string(isa.f64_lanes) +
+         std::string(static_cast<size_t>(arity), 'v') + "_" + libm;
+}
+
+// Whether this process can link that variant: x86-64 with a libmvec that has it (glibc 2.22
+// brought libmvec, 2.35 tanh, erf, log1p and others). Without it the op stays a scalar libm
+// call, even in vectorized loops, rather than failing to link.
+bool variant_available(const std::string& libm, int arity) {
+#if defined(__x86_64__)
+  static void* const library = dlopen(kVectorMathLibrary, RTLD_NOW | RTLD_LOCAL);
+  return library != nullptr && dlsym(library, variant_name(libm, arity).c_str()) != nullptr;
+#else
+  (void)libm;
+  (void)arity;
+  return false;
+#endif
+}
+
 // `internal <lanes x T> @primjit_vmath_<scalar name>_<lanes>(<lanes x T> ...)`: the host's
 // float64 variant applied chunk by chunk (the last chunk padded with zeros), float32 extended
 // before and rounded after.
@@ -87,11 +110,9 @@ llvm::Function* vector_helper(llvm::Module& m, const std::string& libm, int arit
   llvm::Function* f = llvm::Function::Create(llvm::FunctionType::get(vt, params, false),
                                              llvm::GlobalValue::InternalLinkage, name, m);
   set_pure(f);
-  const VectorIsa& isa = host_isa();
-  const int width = isa.f64_lanes;
+  const int width = host_isa().f64_lanes;
   auto* chunk_type = llvm::FixedVectorType::get(llvm::Type::getDoubleTy(ctx), width);
-  std::string variant = std::string("_ZGV") + isa.letter + "N" + std::to_string(width) +
-                        std::string(static_cast<size_t>(arity), 'v') + "_" + libm;
+  const std::string variant = variant_name(libm, arity);
   std::vector<llvm::Type*> chunk_params(static_cast<size_t>(arity), chunk_type);
   llvm::FunctionCallee callee =
       m.getOrInsertFunction(variant, llvm::FunctionType::get(chunk_type, chunk_params, false));
@@ -133,7 +154,7 @@ std::vector<int> variant_lanes(llvm::Type* element) {
 
 bool has_vector_math(const OpNode& op, int element_bits) {
   const double* f64_ulp = vector_math_table().find(&op);
-  if (f64_ulp == nullptr) return false;
+  if (f64_ulp == nullptr || !variant_available(op.libm, op.num_args)) return false;
   if (element_bits == 32) return true;
   return element_bits == 64 && *f64_ulp + 0.5 <= op.max_ulp;
 }
