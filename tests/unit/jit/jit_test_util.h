@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <mutex>
 #include <numeric>
 #include <string>
@@ -18,6 +19,13 @@
 #include "primjit/tensor.h"
 
 namespace primjit::test {
+
+/// Whether two float outputs are the same bits (NaN payloads and signed zeros included).
+inline bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+  // memcmp must not see the null data() of an empty vector.
+  return x.size() == y.size() &&
+         (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
+}
 
 inline PrimFunc scale_function() {
   return parse(R"(

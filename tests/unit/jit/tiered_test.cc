@@ -22,6 +22,8 @@
 namespace primjit {
 namespace {
 
+using test::same_bits;
+
 using test::LogLines;
 
 Kernel vector_add(Jit& jit, KernelOptions options = {}) {
@@ -271,10 +273,6 @@ FloatRun run_mix(const Kernel& k, int64_t n) {
   }
   k(a, b, s);
   return {{b.data<float>(), b.data<float>() + n}, {s.data<float>(), s.data<float>() + 2}};
-}
-
-bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
 }
 
 TEST(Tiered, GenericAndSpecializedVariantsGiveBitIdenticalFloatResults) {

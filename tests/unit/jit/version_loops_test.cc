@@ -10,9 +10,12 @@
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
 #include "primjit/tensor.h"
+#include "tests/unit/jit/jit_test_util.h"
 
 namespace primjit {
 namespace {
+
+using test::same_bits;
 
 // Row sums in the serial order (an unmarked float reduction: its order is the result), and a
 // tiled copy with guards for partial tiles.
@@ -52,10 +55,6 @@ std::vector<float> run(Kernel& k, int64_t m, int64_t n) {
   std::vector<float> out(s.data<float>(), s.data<float>() + m);
   out.insert(out.end(), c.data<float>(), c.data<float>() + m * n);
   return out;
-}
-
-bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
 }
 
 TEST(VersionLoops, DynamicVariantHasFastAndGeneralPaths) {
