@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "bench/bench_main.h"
+#include "bench/parallel_matmul.h"
 #include "examples/kernels.h"
 #include "jit/cuda/codegen_cuda.h"
 #include "jit/cuda/driver.h"
@@ -43,31 +44,14 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-constexpr const char* kCpuMatmul = R"(
-@T.prim_func
-def cpu_matmul(a: T.handle, b: T.handle, c: T.handle):
-    T.func_attr({"target": T.target("llvm")})
-    M = T.int32()
-    N = T.int32()
-    K = T.int32()
-    A = T.match_buffer(a, (M, K), "float32")
-    B = T.match_buffer(b, (K, N), "float32")
-    C = T.match_buffer(c, (M, N), "float32")
-    for i in T.parallel(M):
-        for j in range(N):
-            C[i, j] = T.float32(0)
-        for k in range(K):
-            for j in range(N):
-                C[i, j] = C[i, j] + A[i, k] * B[k, j]
-)";
-
 struct Example {
   const char* name;
   PrimFunc (*make)();
   std::vector<std::vector<int64_t>> shapes;  // of the float32 tensor arguments
 };
 
-PrimFunc cpu_matmul() { return parse(kCpuMatmul)->lookup("cpu_matmul"); }
+// bench_policy's matmul (bench/parallel_matmul.h), compiled once here.
+PrimFunc cpu_matmul() { return parse(kParallelMatmul)->lookup("matmul"); }
 
 const std::vector<Example>& examples() {
   static const std::vector<Example> all = {
