@@ -57,33 +57,6 @@ def tiled_matmul(a: T.handle, b: T.handle, c: T.handle):
                             C[io * 32 + ii, jo * 32 + ji] = C[io * 32 + ii, jo * 32 + ji] + A[io * 32 + ii, k] * B[k, jo * 32 + ji]
 )";
 
-std::vector<int64_t> sizes() {
-  std::vector<int64_t> out;
-  for (int64_t i = 0; i < 16; ++i) out.push_back(48 + 16 * i);
-  for (int64_t n : {100, 150, 201, 257}) out.push_back(n);
-  return out;
-}
-
-struct Operands {
-  Tensor a, b, c;
-  explicit Operands(int64_t n)
-      : a(Tensor::zeros({n, n}, DataType::Float(32))),
-        b(Tensor::zeros({n, n}, DataType::Float(32))),
-        c(Tensor::zeros({n, n}, DataType::Float(32))) {
-    for (int64_t i = 0; i < n * n; ++i) {
-      a.data<float>()[i] = 1.0f;
-      b.data<float>()[i] = 2.0f;
-    }
-  }
-  bool right() const {
-    int64_t n = a.dl()->shape[0];
-    for (int64_t i = 0; i < n * n; ++i) {
-      if (c.data<float>()[i] != 2.0f * static_cast<float>(n)) return false;
-    }
-    return true;
-  }
-};
-
 constexpr int kSteadyRounds = 5;
 
 double ms_since(Clock::time_point start) {
@@ -91,8 +64,8 @@ double ms_since(Clock::time_point start) {
 }
 
 void BM_TwentyMatmulShapes(benchmark::State& state, Policy policy) {
-  std::vector<Operands> operands;
-  for (int64_t n : sizes()) operands.emplace_back(n);
+  std::vector<MatmulOperands> operands;
+  for (int64_t n : matmul_sizes()) operands.emplace_back(n);
   PrimFunc func = parse(kParallelMatmul)->lookup("matmul");
   double compiles = 0, compile_ms = 0, steady_ms = 0;
   for (auto _ : state) {
@@ -102,18 +75,18 @@ void BM_TwentyMatmulShapes(benchmark::State& state, Policy policy) {
     auto jit = std::make_unique<Jit>(options);
     Kernel k = jit->kernel(func, {.policy = policy});
     state.ResumeTiming();
-    for (Operands& o : operands) k(o.a, o.b, o.c);
+    for (MatmulOperands& o : operands) k(o.a, o.b, o.c);
     state.PauseTiming();
     // The fastest of a few rounds: on a loaded machine one round's time is mostly noise.
     double best = 0;
     for (int round = 0; round < kSteadyRounds; ++round) {
       Clock::time_point start = Clock::now();
-      for (Operands& o : operands) k(o.a, o.b, o.c);
+      for (MatmulOperands& o : operands) k(o.a, o.b, o.c);
       double ms = ms_since(start);
       best = round == 0 ? ms : std::min(best, ms);
     }
     steady_ms += best;
-    for (const Operands& o : operands) {
+    for (const MatmulOperands& o : operands) {
       if (!o.right()) {
         fail();
         return state.SkipWithError("wrong result");
@@ -139,7 +112,7 @@ void BM_TiledMatmul(benchmark::State& state, Policy policy) {
   const bool parallel = state.range(1) != 0;
   std::string text = kTiledMatmul;
   text.replace(text.find("{outer}"), 7, parallel ? "T.parallel" : "range");
-  Operands o(n);
+  MatmulOperands o(n);
   JitOptions options;
   options.disk_cache = DiskCacheMode::kDisabled;
   Jit jit(options);

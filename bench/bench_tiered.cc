@@ -133,30 +133,9 @@ BENCHMARK_CAPTURE(BM_NewShapeFirstCall, exact, kExactMode)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 
-struct Operands {
-  Tensor a, b, c;
-  explicit Operands(int64_t n)
-      : a(Tensor::zeros({n, n}, DataType::Float(32))),
-        b(Tensor::zeros({n, n}, DataType::Float(32))),
-        c(Tensor::zeros({n, n}, DataType::Float(32))) {
-    for (int64_t i = 0; i < n * n; ++i) {
-      a.data<float>()[i] = 1.0f;
-      b.data<float>()[i] = 2.0f;
-    }
-  }
-  bool right() const {
-    int64_t n = a.dl()->shape[0];
-    for (int64_t i = 0; i < n * n; ++i) {
-      if (c.data<float>()[i] != 2.0f * static_cast<float>(n)) return false;
-    }
-    return true;
-  }
-};
-
 void BM_MatmulAfterSwitch(benchmark::State& state, Mode mode) {
-  std::vector<Operands> operands;
-  for (int64_t i = 0; i < 16; ++i) operands.emplace_back(48 + 16 * i);
-  for (int64_t n : {100, 150, 201, 257}) operands.emplace_back(n);
+  std::vector<MatmulOperands> operands;
+  for (int64_t n : matmul_sizes()) operands.emplace_back(n);
   PrimFunc func = parse(kParallelMatmul)->lookup("matmul");
   double first_ms = 0, steady_ms = 0;
   for (auto _ : state) {
@@ -167,7 +146,7 @@ void BM_MatmulAfterSwitch(benchmark::State& state, Mode mode) {
         jit->kernel(func, {.policy = mode == kDynamicMode ? Policy::kDynamic : Policy::kExact});
     state.ResumeTiming();
     Clock::time_point start = Clock::now();
-    for (Operands& o : operands) k(o.a, o.b, o.c);
+    for (MatmulOperands& o : operands) k(o.a, o.b, o.c);
     first_ms += ms_since(start);
     state.PauseTiming();
     if (mode == kTiered && !wait_for_switch_overs(k, operands.size())) {
@@ -178,10 +157,10 @@ void BM_MatmulAfterSwitch(benchmark::State& state, Mode mode) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     uint64_t tiered_calls = k.stats().tiered_calls;
     start = Clock::now();
-    for (Operands& o : operands) k(o.a, o.b, o.c);
+    for (MatmulOperands& o : operands) k(o.a, o.b, o.c);
     steady_ms += ms_since(start);
     bool right = k.stats().tiered_calls == tiered_calls;  // all on specialized variants
-    for (const Operands& o : operands) right = right && o.right();
+    for (const MatmulOperands& o : operands) right = right && o.right();
     if (!right) {
       fail();
       return state.SkipWithError("wrong result, or a steady call ran the generic variant");

@@ -2,6 +2,11 @@
 // rows in parallel, every dimension symbolic (M, N, K), so each policy decides what to specialize.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
+#include "primjit/tensor.h"
+
 namespace primjit::bench {
 
 inline constexpr const char* kParallelMatmul = R"(
@@ -21,5 +26,34 @@ def matmul(a: T.handle, b: T.handle, c: T.handle):
             for j in range(N):
                 C[i, j] = C[i, j] + A[i, k] * B[k, j]
 )";
+
+/// The 20 square sizes the benchmarks call it with: 16 multiples of 16 (48 .. 288) and 4 others.
+inline std::vector<int64_t> matmul_sizes() {
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < 16; ++i) out.push_back(48 + 16 * i);
+  for (int64_t n : {100, 150, 201, 257}) out.push_back(n);
+  return out;
+}
+
+/// n x n operands of all ones and twos; right() checks every element of C is 2n.
+struct MatmulOperands {
+  Tensor a, b, c;
+  explicit MatmulOperands(int64_t n)
+      : a(Tensor::zeros({n, n}, DataType::Float(32))),
+        b(Tensor::zeros({n, n}, DataType::Float(32))),
+        c(Tensor::zeros({n, n}, DataType::Float(32))) {
+    for (int64_t i = 0; i < n * n; ++i) {
+      a.data<float>()[i] = 1.0f;
+      b.data<float>()[i] = 2.0f;
+    }
+  }
+  bool right() const {
+    int64_t n = a.dl()->shape[0];
+    for (int64_t i = 0; i < n * n; ++i) {
+      if (c.data<float>()[i] != 2.0f * static_cast<float>(n)) return false;
+    }
+    return true;
+  }
+};
 
 }  // namespace primjit::bench
