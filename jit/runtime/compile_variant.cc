@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "ir/dump_config.h"
 #include "jit/runtime/cache_tiers.h"
@@ -143,6 +144,42 @@ PrimFunc assume_bucket_facts(const PrimFunc& func, const std::vector<std::pair<E
   return func.with_body(SeqStmt::make(std::move(body)));
 }
 
+// The functions a call of `entry` can reach: `entry`, the functions it calls (directly, or by
+// name, as T.call_packed("name", ...) does) and theirs. A kernel compiles only these: another
+// function of the module (a kernel for another architecture, a device function not lowered for
+// this entry) is no part of it and must not make its compile fail.
+IRModule reachable_functions(const IRModule& module, const std::string& entry) {
+  std::unordered_map<std::string, std::string> by_name;  // name or global symbol -> name
+  for (const auto& [gvar, func] : module->functions) {
+    by_name.emplace(gvar->name, gvar->name);
+    const std::string symbol = func->global_symbol();
+    if (!symbol.empty()) by_name.emplace(symbol, gvar->name);
+  }
+  std::set<std::string> kept{entry};
+  std::vector<std::string> work{entry};
+  auto reach = [&](const std::string& name) {
+    auto it = by_name.find(name);
+    if (it != by_name.end() && kept.insert(it->second).second) work.push_back(it->second);
+  };
+  while (!work.empty()) {
+    const PrimFunc func = module->lookup(work.back());
+    work.pop_back();
+    post_order_visit(func->body, [&](const Ref<Object>& node) {
+      if (const auto* call = node.as<Call>()) {
+        if (call->callee.defined()) reach(call->callee->name);
+      } else if (const auto* text = node.as<StringImm>()) {
+        reach(text->value);  // a name a packed call looks up (kept even if it is not one)
+      }
+    });
+  }
+  if (kept.size() == module->functions.size()) return module;
+  std::vector<std::pair<GlobalVar, PrimFunc>> functions;
+  for (const auto& f : module->functions) {
+    if (kept.count(f.first->name) != 0) functions.push_back(f);
+  }
+  return IRModule::make(std::move(functions));
+}
+
 }  // namespace
 
 void bind_kernels(Variant& v) {
@@ -209,7 +246,8 @@ IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool d
     PRIMJIT_ICHECK(flatten != names.end()) << "the default pipeline has no FlattenBuffer";
     names.insert(flatten + 1, "VersionLoops");
   }
-  return passes::run_passes(k.module.with_function(k.name, func), names, run);
+  return passes::run_passes(reachable_functions(k.module.with_function(k.name, func), k.name),
+                            names, run);
 }
 
 std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> args,
