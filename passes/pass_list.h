@@ -7,6 +7,8 @@ namespace primjit::passes {
 
 /// VerifyWellFormed: rejects IR that breaks scoping, single definition or buffer declaration.
 Pass make_verify_well_formed_pass();
+/// VerifyDeviceMemory: rejects host code touching device buffers, device code host buffers.
+Pass make_verify_device_memory_pass();
 /// Specialize{n=128}: binds size variables / scalar parameters to constants.
 Pass make_specialize_pass();
 /// InsertDivisionChecks: checked mode, asserts before integer divisions by zero or MIN / -1.

@@ -8,7 +8,8 @@ namespace primjit::passes {
 
 std::vector<std::string> default_pipeline(const PipelineOptions& options) {
   std::vector<std::string> pipeline = {
-      "VerifyWellFormed",  // reject ill-scoped input before any pass relies on it
+      "VerifyWellFormed",    // reject ill-scoped input before any pass relies on it
+      "VerifyDeviceMemory",  // and host code touching device memory (or the reverse)
   };
   if (options.checked_arithmetic) {
     pipeline.push_back("InsertDivisionChecks");  // the user's divisions, before any rewrite

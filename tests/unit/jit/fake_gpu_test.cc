@@ -481,5 +481,67 @@ TEST_F(FakeGpu, ACompiledVariantRefusesTensorsOfAnotherDevice) {
   EXPECT_TRUE(log_lines("launch").empty());
 }
 
+// ---- host code and device memory ------------------------------------------------------------
+
+// Host code of a cuda function that writes a parameter buffer would dereference a device address
+// on the CPU (a segmentation fault on a real GPU): the Jit refuses it before compiling, and
+// nothing is launched.
+TEST_F(FakeGpu, HostCodeTouchingDeviceMemoryIsRefusedBeforeAnyLaunch) {
+  const IRModule module = parse(R"(
+@T.prim_func
+def main(A: T.Buffer((64,), "float32")):
+    A[0] = T.float32(0)
+    with T.launch_thread("threadIdx.x", 32) as tx:
+        A[tx + 1] = T.float32(1)
+)");
+  Jit jit;
+  Kernel k = jit.kernel(module, "main", {.target = Target::cuda()});
+  Tensor a = vector(64, kGpu0);
+  fake_cuda_reset();
+  try {
+    k(a);
+    FAIL() << "the call should have been refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("host code writes buffer 'A' in `A[0] = T.float32(0.0)`, "
+                                         "but parameter buffer 'A' lives in cuda device memory"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(log_lines("moduleLoad").empty());
+  EXPECT_TRUE(log_lines("launch").empty());
+}
+
+// A kernel compiles only the functions its entry reaches: another function of the module (here
+// a kernel for sm_80, which one translation unit for sm_90 could not hold) stays out.
+TEST_F(FakeGpu, AKernelCompilesOnlyTheFunctionsItsEntryReaches) {
+  const IRModule module = parse(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def other(A: T.Buffer((1024,), "float32")):
+        T.func_attr({"target": T.target("cuda", arch="sm_80")})
+        bx = T.launch_thread("blockIdx.x", 8)
+        tx = T.launch_thread("threadIdx.x", 128)
+        A[bx * 128 + tx] = T.float32(0)
+
+    @T.prim_func
+    def main(A: T.Buffer((1024,), "float32")):
+        T.func_attr({"target": T.target("cuda", arch="sm_90", host="llvm")})
+        bx = T.launch_thread("blockIdx.x", 8)
+        tx = T.launch_thread("threadIdx.x", 128)
+        A[bx * 128 + tx] = A[bx * 128 + tx] + T.float32(1)
+)");
+  Jit jit;
+  Kernel k = jit.kernel(module, "main", {.target = Target::cuda()});
+  Tensor a = vector(1024, kGpu0);
+  fake_cuda_reset();
+  k(a);
+  EXPECT_EQ(log_lines("moduleLoad"),
+            std::vector<std::string>{"moduleLoad ctx=0 kind=cubin arch=90"});
+  ASSERT_EQ(log_lines("launch").size(), 1u);
+  EXPECT_NE(log_lines("launch")[0].find("fn=main_kernel "), std::string::npos)
+      << log_lines("launch")[0];
+}
+
 }  // namespace
 }  // namespace primjit
