@@ -140,7 +140,9 @@ std::vector<std::string> gpu_functions(const pj::IRModule& module) {
     if (func->is_kernel()) continue;
     pj::Target t = func->target();
     if (t.defined() && t->is_device() && !t->host.defined()) continue;  // launched, not called
-    if ((t.defined() && t->kind == "cuda") || launches_threads(func)) names.push_back(gvar->name);
+    // An explicit target other than cuda (emu regions, a CPU function) is no GPU program.
+    if (t.defined() && t->kind != "cuda") continue;
+    if (t.defined() || launches_threads(func)) names.push_back(gvar->name);
   }
   return names;
 }
