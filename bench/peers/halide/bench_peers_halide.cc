@@ -6,7 +6,11 @@
 // command; bench/peers/numba/bench_numba.py --with <this program's --csv> adds Numba's column.
 //
 //   bench_peers_halide [--sizes=small,large|tiny] [--rounds=9] [--kernels=SUBSTRING]
-//                      [--csv=FILE]
+//                      [--csv=FILE] [--fp-contract]
+//
+// primjit's default keeps a * b + c as two roundings (docs/semantics.md); Halide and g++ contract
+// it into one fma by default. --fp-contract compiles the primjit kernels with
+// KernelOptions::fp_contract, the same contraction as its peers.
 //
 // Exit status 0 when every row verified, 1 when any output differs (or a kernel fails to
 // compile or run), 2 for bad options.
@@ -77,6 +81,7 @@ struct Options {
   int rounds = 9;
   std::string filter;
   std::string csv;
+  bool fp_contract = false;
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -111,10 +116,12 @@ bool parse_options(int argc, char** argv, Options* options) {
       options->filter = v;
     } else if (const char* v = value("--csv")) {
       options->csv = v;
+    } else if (arg == "--fp-contract") {
+      options->fp_contract = true;
     } else {
       std::cerr << "unknown option '" << arg
                 << "'; options: --sizes=small,large|tiny --rounds=N --kernels=SUBSTRING "
-                   "--csv=FILE\n";
+                   "--csv=FILE --fp-contract\n";
       return false;
     }
   }
@@ -197,9 +204,9 @@ DLTensor tensor(const float* data, std::vector<int64_t>& shape) {
   return t;
 }
 
-std::function<void()> primjit_runner(Jit& jit, const Row& row, Data& d) {
+std::function<void()> primjit_runner(Jit& jit, const Row& row, Data& d, bool fp_contract) {
   auto call = std::make_shared<PrimjitCall>();
-  call->kernel = primjit_kernel(jit, row.kernel);
+  call->kernel = primjit_kernel(jit, row.kernel, fp_contract);
   call->saxpy = row.kernel.rfind("saxpy", 0) == 0;
   call->softmax = row.kernel.rfind("softmax", 0) == 0;
   if (call->saxpy) {
@@ -264,12 +271,13 @@ struct Result {
   std::string failure;  // empty when verified
 };
 
-Result run_row(Jit& jit, const Row& row, int rounds) {
+Result run_row(Jit& jit, const Row& row, const Options& options) {
+  const int rounds = options.rounds;
   Result result{row};
   Data d = make_data(row);
   Arrays arrays{row.n, row.rows, row.cols, d.alpha, d.a.data(), d.b.data(), d.halide.data()};
-  std::function<void()> impl[3] = {primjit_runner(jit, row, d), halide_runner(row.kernel, arrays),
-                                   gxx_runner(row, d)};
+  std::function<void()> impl[3] = {primjit_runner(jit, row, d, options.fp_contract),
+                                   halide_runner(row.kernel, arrays), gxx_runner(row, d)};
   const char* names[3] = {"primjit", "Halide", "g++"};
   const std::vector<float>* outputs[3] = {&d.primjit, &d.halide, &d.gxx};
   auto verify = [&](const char* when) {
@@ -309,6 +317,10 @@ int run(const Options& options) {
               read_first_line("/proc/cpuinfo", "model name").c_str(),
               std::thread::hardware_concurrency(), read_first_line("/proc/loadavg", "").c_str());
   std::printf("peers   : %s\n", halide_description().c_str());
+  std::printf("primjit : %s\n",
+              options.fp_contract
+                  ? "KernelOptions::fp_contract (a * b + c as one fma, as its peers)"
+                  : "default options (a * b + c rounded twice; peers contract)");
   std::printf("timing  : median over %d interleaved rounds, ms per call\n\n", options.rounds);
   std::printf("%-18s %-6s %-10s %11s %11s %11s %9s %9s  %s\n", "kernel", "size", "shape",
               "primjit ms", "Halide ms", "g++ ms", "pj/Halide", "pj/g++", "check");
@@ -321,7 +333,7 @@ int run(const Options& options) {
       Row row = make_row(kernel, size);
       Result r;
       try {
-        r = run_row(jit, row, options.rounds);
+        r = run_row(jit, row, options);
       } catch (const std::exception& e) {
         r = Result{row};
         r.failure = std::string("failed: ") + e.what();

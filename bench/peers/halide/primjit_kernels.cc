@@ -157,10 +157,12 @@ std::string primjit_kernel_text(const std::string& kernel) {
   throw std::invalid_argument("no primjit text for kernel '" + kernel + "'");
 }
 
-Kernel primjit_kernel(Jit& jit, const std::string& kernel) {
+Kernel primjit_kernel(Jit& jit, const std::string& kernel, bool fp_contract) {
   const std::string text = primjit_kernel_text(kernel);
   const size_t name_at = text.find("def ") + 4;  // the text's one function
-  return jit.kernel(parse(text), text.substr(name_at, text.find('(', name_at) - name_at));
+  KernelOptions options;
+  options.fp_contract = fp_contract;
+  return jit.kernel(parse(text), text.substr(name_at, text.find('(', name_at) - name_at), options);
 }
 
 }  // namespace primjit::bench::peers
