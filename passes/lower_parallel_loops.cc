@@ -17,10 +17,21 @@
 //             a compute scope's function where T.call_compute_scope calls it); `_` is appended
 //             while the name clashes with a function of the module;
 //           - params: `begin: T.int64, end: T.int64` (a chunk of [min, min + extent)), then
-//             fresh copies of the loop body's free variables in first-use order (the data
-//             pointers and shapes of the buffers it uses without declaring them first);
-//             `captures` are the original variables, in the same order;
-//           - body: one `DeclBuffer` over the new variables for every buffer the loop body uses
+//             fresh copies of the free variables of the task's body in first-use order (those
+//             of the recomputed values first, then the data pointers and shapes of the buffers
+//             the loop body uses without declaring them); `captures` are the original
+//             variables, in the same order;
+//           - body: the recomputed values: every integer variable the loop body (or a buffer
+//             it declares, or another recomputed value) uses that the function binds before
+//             the loop to a small expression of integer arithmetic (variables, constants,
+//             + - * / % // min max and integer casts; no loads, no calls), bound again to the
+//             same expression, in dependency order, instead of captured: the serial loop
+//             sees how such a value is made (`N_32 = N // 32` lies in [-2^26, 2^26), so
+//             `N_32 * 32` does not wrap), and so does the task, which is what lets LLVM
+//             prove its int32 indices consecutive and vectorize the inner loops (a captured
+//             value is any int32); variables are immutable and the expression pure, so the
+//             task computes the value the launching function did;
+//             then one `DeclBuffer` over the new variables for every buffer the loop body uses
 //             without declaring it, then the loop as a serial loop over [begin, end) in the loop
 //             variable's type (`for i in range(T.Cast(dtype, begin), T.Cast(dtype, end))`, no
 //             cast for int64), with a copy of the loop body with fresh definitions in which
@@ -49,7 +60,9 @@
 //   def main(A: T.handle("float32"), n: T.int32):
 //       A_1 = T.decl_buffer((n,), data=A)
 //       T.parallel_for("main_parallel_0", 0, n, A, n)
+#include <functional>
 #include <set>
+#include <unordered_map>
 
 #include "passes/free_vars.h"
 #include "passes/fresh_definitions.h"
@@ -60,6 +73,45 @@ namespace primjit::passes {
 namespace {
 
 class ParallelLoopLowering;
+
+// Recomputing a value in a task costs each chunk this many nodes at most.
+constexpr int kMaxRecomputedNodes = 16;
+
+// Whether a task may recompute `value`, bound to an integer variable before the loop, instead
+// of capturing it: integer arithmetic on variables and constants, small, without loads or
+// calls (which could read memory the loop writes, or have effects).
+bool recomputable(const Var& var, const Expr& value) {
+  if (!var.dtype().is_integer() || !var.dtype().is_scalar()) return false;
+  int nodes = 0;
+  bool ok = true;
+  post_order_visit(value, [&](const Ref<Object>& n) {
+    if (!ok || !n.defined()) return;
+    ++nodes;
+    switch (n->kind()) {
+      case NodeKind::kVar:
+      case NodeKind::kIntImm:
+      case NodeKind::kAdd:
+      case NodeKind::kSub:
+      case NodeKind::kMul:
+      case NodeKind::kDiv:
+      case NodeKind::kMod:
+      case NodeKind::kFloorDiv:
+      case NodeKind::kFloorMod:
+      case NodeKind::kMin:
+      case NodeKind::kMax:
+        ok = static_cast<const ExprNode*>(n.get())->dtype.is_integer();
+        return;
+      case NodeKind::kCast: {
+        const auto* cast = static_cast<const Cast*>(n.get());
+        ok = cast->dtype.is_integer() && cast->value.dtype().is_integer();
+        return;
+      }
+      default:
+        ok = false;
+    }
+  });
+  return ok && nodes <= kMaxRecomputedNodes;
+}
 
 // Rewrites one function body: outermost parallel loops become launches of new tasks; inside a
 // task (`in_task`), parallel loops run serially (the runtime's parallel-for is not re-entered).
@@ -73,6 +125,13 @@ class ParallelLoopOutliner : public StmtExprMutator {
 
   // A compute scope's function is lowered where it is called, as code generation emits it.
   Stmt mutate(const Evaluate* op) override;
+
+  // Remembers the values a task may recompute (each variable is bound once in the function,
+  // before the loops that use it).
+  Stmt mutate(const Bind* op) override {
+    if (recomputable(op->var, op->value)) bound_.emplace(op->var.get(), op->value);
+    return StmtExprMutator::mutate(op);
+  }
 
   Stmt mutate(const For* op) override {
     if (op->for_kind != ForKind::kParallel) return StmtExprMutator::mutate(op);
@@ -89,6 +148,7 @@ class ParallelLoopOutliner : public StmtExprMutator {
   std::string scope_;
   const AttrValue* target_;
   bool in_task_;
+  std::unordered_map<const VarNode*, Expr> bound_;
 };
 
 // The module-wide state: task names and their count, and the functions lowered so far, in the
@@ -161,8 +221,23 @@ Stmt ParallelLoopOutliner::outline(const For* op) {
   buffers.visit_stmt(op->body);
   std::vector<Stmt> seq;
   for (const Buffer& b : buffers.undeclared_buffers()) seq.push_back(DeclBuffer::make(b));
-  size_t num_decls = seq.size();
   seq.push_back(op->body);
+  // The integer values bound before the loop that the task can recompute come first, each
+  // after the values it is made of.
+  FreeVarCollector uses;
+  uses.visit_stmt(SeqStmt::make(seq));
+  std::vector<Stmt> recomputed;
+  std::set<const VarNode*> visited;
+  std::function<void(const VarNode*)> recompute = [&](const VarNode* v) {
+    auto it = bound_.find(v);
+    if (it == bound_.end() || !visited.insert(v).second) return;
+    FreeVarCollector operands;
+    operands.visit_expr(it->second);
+    for (const VarNode* operand : operands.free_vars()) recompute(operand);
+    recomputed.push_back(Bind::make(Var(v), it->second));
+  };
+  for (const VarNode* v : uses.free_vars()) recompute(v);
+  seq.insert(seq.begin(), recomputed.begin(), recomputed.end());
   FreeVarCollector collector;
   collector.visit_stmt(SeqStmt::make(seq));
 

@@ -56,9 +56,9 @@ struct KernelOptions {
   /// driver and a device exist, else llvm. A device target (cuda, emu) runs the host part on
   /// the CPU (llvm).
   Target target;
-  /// kExact stays the default: kBucketed's variants run 1.05x kExact's speed on bench_policy's
-  /// 20 matmul shapes, but its and kDynamic's variants of a parallel tiled matmul run several
-  /// times slower than kExact's (bench/README.md, bench_policy).
+  /// kExact stays the default: kBucketed compiles 2 variants for bench_policy's 20 matmul shapes,
+  /// but they run 0.84-0.92x kExact's steady speed (goal 0.95x; odd multiples of 16 run a scalar
+  /// remainder of their vector loops), bench/README.md, bench_policy.
   Policy policy = Policy::kExact;
   int auto_threshold = 4;
   /// kBucketed: dimensions up to this value are compiled in (at least 1: a dimension of 1 is
