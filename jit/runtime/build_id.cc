@@ -7,6 +7,11 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "primjit/ir/text.h"
+#include "primjit/passes.h"
 
 namespace primjit::jit {
 namespace {
@@ -51,18 +56,38 @@ int find_build_id(dl_phdr_info* info, size_t, void* data) {
   return 1;  // the object, without a build-id
 }
 
-std::string compute_build_id() {
-  Search search{reinterpret_cast<uintptr_t>(&library_build_id), ""};
+// The build-id of the loaded object that contains `address`.
+std::string build_id_of(uintptr_t address) {
+  Search search{address, ""};
   dl_iterate_phdr(find_build_id, &search);
   if (!search.id.empty()) return search.id;
   Dl_info info{};
   struct stat st {};
-  if (dladdr(reinterpret_cast<void*>(&library_build_id), &info) != 0 && info.dli_fname != nullptr &&
+  if (dladdr(reinterpret_cast<void*>(address), &info) != 0 && info.dli_fname != nullptr &&
       ::stat(info.dli_fname, &st) == 0) {
     return "file " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
            std::to_string(st.st_mtim.tv_nsec);
   }
   return "unknown";
+}
+
+// A function of each library whose code decides what a variant compiles to. A fixed pass in
+// libprimjit_passes must not leave the disk cache serving code compiled before the fix.
+std::string compute_build_id() {
+  using Parse = IRModule (*)(std::string_view, std::string_view);
+  using Pipeline = std::vector<std::string> (*)(const passes::PipelineOptions&);
+  const uintptr_t functions[] = {
+      reinterpret_cast<uintptr_t>(static_cast<Parse>(&parse)),                        // ir
+      reinterpret_cast<uintptr_t>(static_cast<Pipeline>(&passes::default_pipeline)),  // passes
+      reinterpret_cast<uintptr_t>(&library_build_id),                                 // runtime
+  };
+  std::string ids;
+  for (uintptr_t f : functions) {
+    std::string id = build_id_of(f);
+    if (ids == id || ids.ends_with("+" + id)) continue;  // linked into the same object
+    ids += (ids.empty() ? "" : "+") + id;
+  }
+  return ids;
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 
 namespace primjit::jit {
 
-/// The GNU build-id of the shared object holding primjit's runtime (hex), or, when it has
-/// none, its file's size and modification time.
+/// The GNU build-ids (hex) of the shared objects holding the code that makes a variant: the IR
+/// library (simplifier, text), the passes and the runtime with its code generators, one per
+/// object, in that order, separated by '+' (one id when they are linked into one object). An
+/// object without a build-id is named by its file's size and modification time.
 const std::string& library_build_id();
 
 }  // namespace primjit::jit

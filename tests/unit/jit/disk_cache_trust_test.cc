@@ -2,6 +2,7 @@
 // would: permissions whatever the umask, directories and entries of other users, links, FIFOs,
 // sockets and huge files at an entry's name, entries planted with another key, the key file,
 // the sweep of temporary files, and the size cap's running total.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -12,12 +13,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <set>
+#include <sstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "jit/runtime/build_id.h"
 #include "jit/runtime/disk_cache.h"
 #include "primjit/error.h"
+#include "primjit/ir/text.h"
 #include "primjit/jit.h"
+#include "primjit/passes.h"
 #include "primjit/version.h"
 #include "tests/unit/jit/disk_cache_util.h"
 #include "tests/unit/test_util.h"
@@ -420,12 +427,30 @@ TEST(DiskCacheTrust, TheCapComesFromTheEnvironment) {
   EXPECT_EQ(dir.files(kEntry).size(), 1u);
 }
 
-// Entries name the build of the library that compiled them: a rebuilt primjit of the same
-// version (a fixed pass) never loads the old build's code. The GNU build-id is that name.
+// Entries name the build of the libraries that compiled them: a rebuilt primjit of the same
+// version (a fixed pass) never loads the old build's code. The GNU build-ids of the objects that
+// hold the IR library, the passes and the runtime are that name, one per object: a pass fixed in
+// libprimjit_passes alone changes it too (it once named the runtime's object only).
 TEST(DiskCacheTrust, KeysNameTheLibrarysBuild) {
   const std::string& id = jit::library_build_id();
-  EXPECT_EQ(id.size(), 40u) << id;  // SHA-1 build-id, as the linker writes it
-  EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
+  std::set<std::string> objects;  // the files holding each library's code
+  for (const void* f : {reinterpret_cast<const void*>(
+                            static_cast<IRModule (*)(std::string_view, std::string_view)>(&parse)),
+                        reinterpret_cast<const void*>(&passes::default_pipeline),
+                        reinterpret_cast<const void*>(&jit::library_build_id)}) {
+    Dl_info info{};
+    ASSERT_NE(dladdr(f, &info), 0);
+    objects.insert(info.dli_fname);
+  }
+  std::vector<std::string> parts;
+  std::stringstream in(id);
+  for (std::string part; std::getline(in, part, '+');) parts.push_back(part);
+  EXPECT_EQ(parts.size(), objects.size()) << id;
+  EXPECT_EQ(std::set<std::string>(parts.begin(), parts.end()).size(), parts.size()) << id;
+  for (const std::string& part : parts) {
+    EXPECT_EQ(part.size(), 40u) << id;  // SHA-1 build-id, as the linker writes it
+    EXPECT_EQ(part.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
+  }
   TempDir dir;
   {
     Jit jit(on_disk(dir.str()));
