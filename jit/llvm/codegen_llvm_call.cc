@@ -4,6 +4,7 @@
 
 #include <llvm/IR/MDBuilder.h>
 
+#include "jit/common/arg_check.h"
 #include "jit/common/host_abi.h"
 #include "primjit/abi.h"
 #include "primjit/error.h"
@@ -169,6 +170,37 @@ std::string FunctionCodegen::ir_name() const {
   std::string name = fn_->getName().str();
   if (!m_.suffix.empty() && name.ends_with(m_.suffix)) name.resize(name.size() - m_.suffix.size());
   return name;
+}
+
+Value* FunctionCodegen::check_args(const Call* op) {
+  const auto* signature = op->args.size() > 4 ? op->args[2].as<StringImm>() : nullptr;
+  const auto* texts = signature != nullptr ? op->args[3].as<StringImm>() : nullptr;
+  PRIMJIT_USER_CHECK(texts != nullptr)
+      << "T.check_args takes args, num_args, the signature and texts as strings, then the table";
+  std::vector<uint64_t> table;
+  for (size_t k = 4; k < op->args.size(); ++k) {
+    std::optional<int64_t> v = as_const_int(op->args[k]);
+    PRIMJIT_USER_CHECK(v.has_value())
+        << "T.check_args: entry " << k - 4 << " of the table is not an integer constant";
+    table.push_back(static_cast<uint64_t>(*v));
+  }
+  const std::string problem = arg_table_problem(reinterpret_cast<const int64_t*>(table.data()),
+                                                table.size(), texts->value.size());
+  PRIMJIT_USER_CHECK(problem.empty())
+      << "T.check_args in '" << ir_name() << "': the table is malformed (" << problem
+      << "); it is MakePackedAPI's, see primjit/arg_table.h";
+  llvm::Constant* init = llvm::ConstantDataArray::get(m_.ctx, table);
+  auto* global = new llvm::GlobalVariable(m_.mod, init->getType(), /*isConstant=*/true,
+                                          llvm::GlobalValue::PrivateLinkage, init, ".args");
+  global->setAlignment(llvm::Align(8));
+  llvm::FunctionCallee check =
+      m_.mod.getOrInsertFunction(kCheckArgsSymbol, b_.getInt32Ty(), b_.getPtrTy(), b_.getInt32Ty(),
+                                 b_.getPtrTy(), b_.getPtrTy(), b_.getPtrTy());
+  Value* status =
+      b_.CreateCall(check, {visit_expr(op->args[0]), visit_expr(op->args[1]),
+                            m_.shared_string(signature), m_.shared_string(texts), global});
+  check_status(status);
+  return b_.getInt32(0);
 }
 
 Value* FunctionCodegen::call_cpacked(const Call* op) {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 
+#include "jit/common/arg_check.h"
 #include "jit/llvm/orc_engine.h"
 #include "primjit/error.h"
 
@@ -23,6 +24,7 @@ void register_host_runtime(OrcEngine& engine) {
   engine.define_symbol(kSetErrorSymbol, reinterpret_cast<void*>(&primjit_rt_set_error));
   engine.define_symbol(kParallelForSymbol, reinterpret_cast<void*>(&primjit_rt_parallel_for));
   engine.define_symbol(kLaunchSymbol, reinterpret_cast<void*>(&primjit_rt_launch));
+  engine.define_symbol(kCheckArgsSymbol, reinterpret_cast<void*>(&primjit_rt_check_args));
 }
 
 void set_last_error(std::string message) { t_last_error = std::move(message); }
@@ -97,4 +99,16 @@ extern "C" int32_t primjit_rt_launch(void* handle, const int64_t* launch, void**
     return -1;
   }
   return static_cast<primjit::jit::KernelHandle*>(handle)->launch(launch, args);
+}
+
+extern "C" int32_t primjit_rt_check_args(const PJValue* args, int32_t num_args,
+                                         const char* signature, const char* texts,
+                                         const int64_t* table) {
+  std::string message;
+  if (primjit::jit::check_packed_args(args, num_args, signature, texts, table, &message) == 0)
+      [[likely]] {
+    return 0;
+  }
+  primjit::jit::t_last_error = std::move(message);
+  return -1;
 }
