@@ -20,6 +20,7 @@
 #include <llvm/Transforms/Scalar/EarlyCSE.h>
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
 #include <llvm/Transforms/Utils/Cloning.h>
+#include <llvm/Transforms/Utils/ModuleUtils.h>
 
 #include <algorithm>
 #include <map>
@@ -203,12 +204,28 @@ std::unique_ptr<llvm::Module> split_glue(llvm::Module& module, const std::set<st
     (is_glue(f) ? any_glue : any_other) = true;
   }
   if (!any_glue || !any_other || !module.alias_empty() || !module.ifunc_empty()) return nullptr;
+  // The lists of values kept from removal (the vector math helpers are on
+  // llvm.compiler.used until the vectorizer has run) go with the side that defines each entry;
+  // another appending global is a shape this does not handle.
+  std::vector<std::pair<std::string, std::vector<llvm::Function*>>> used_lists;
   for (const llvm::GlobalVariable& g : module.globals()) {
-    if (g.hasAppendingLinkage() || g.hasComdat()) return nullptr;
+    if (g.hasComdat()) return nullptr;
+    if (!g.hasAppendingLinkage()) continue;
+    if (g.getName() != "llvm.compiler.used" && g.getName() != "llvm.used") return nullptr;
+    const auto* init = llvm::dyn_cast<llvm::ConstantArray>(g.getInitializer());
+    if (init == nullptr) return nullptr;
+    std::vector<llvm::Function*> entries;
+    for (const llvm::Use& u : init->operands()) {
+      auto* f = llvm::dyn_cast<llvm::Function>(u.get()->stripPointerCasts());
+      if (f == nullptr) return nullptr;
+      entries.push_back(f);
+    }
+    used_lists.emplace_back(g.getName().str(), std::move(entries));
   }
   for (const llvm::Function& f : module) {
     if (f.hasComdat()) return nullptr;
   }
+  for (const auto& [name, entries] : used_lists) module.getGlobalVariable(name)->eraseFromParent();
   // Locals the other side refers to become external (a clone's reference to them is a
   // declaration); constant local variables are copied instead.
   for (llvm::Function& f : module) {
@@ -239,6 +256,25 @@ std::unique_ptr<llvm::Module> split_glue(llvm::Module& module, const std::set<st
   }
   for (llvm::Function& f : module) {
     if (!f.isDeclaration() && !is_glue(f)) f.deleteBody();
+  }
+  for (const auto& [name, entries] : used_lists) {
+    std::vector<llvm::GlobalValue*> glue_side, nests_side;
+    for (llvm::Function* f : entries) {
+      if (is_glue(*f)) {
+        glue_side.push_back(f);
+      } else if (auto* clone = llvm::dyn_cast_or_null<llvm::Function>(map.lookup(f))) {
+        nests_side.push_back(clone);
+      }
+    }
+    const bool compiler = name == "llvm.compiler.used";
+    for (auto [m, values] : {std::pair(&module, glue_side), std::pair(nests.get(), nests_side)}) {
+      if (values.empty()) continue;
+      if (compiler) {
+        llvm::appendToCompilerUsed(*m, values);
+      } else {
+        llvm::appendToUsed(*m, values);
+      }
+    }
   }
   // Constants only the other module used.
   for (llvm::Module* m : {&module, nests.get()}) {

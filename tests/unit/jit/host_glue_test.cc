@@ -3,6 +3,7 @@
 // glue functions a light pipeline while loop nests get the full one.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -155,6 +156,41 @@ TEST(HostGlue, GlueAndLoopNestsLinkFromOneBundle) {
   engine.remove(key);
   EXPECT_ERROR_CONTAINS(engine.add_object(image.object.substr(0, image.object.size() / 2), "half"),
                         "cannot link 'half': its object bundle is truncated");
+}
+
+// A module with vectorizable math keeps its helpers on llvm.compiler.used until the vectorizer
+// has run; the list goes with the loop nests, and large glue is still compiled apart.
+TEST(HostGlue, GlueIsCompiledApartFromLoopNestsWithVectorMath) {
+  constexpr int kParams = 2000;
+  const std::string last = "A" + std::to_string(kParams - 1) + "[i]";
+  std::string text = many_params(kParams);
+  const size_t at = text.find(last + " + T.float32(1)");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, last.size() + 15, "T.exp(" + last + ")");
+  IRModule lowered = lower(text);
+  if (to_llvm_text(codegen_llvm(passes::lower_for_host(lowered))).find("llvm.compiler.used") ==
+      std::string::npos) {
+    GTEST_SKIP() << "no vector math library on this host";
+  }
+  OrcEngine engine;
+  HostImage image = compile_host(engine, lowered);
+  ASSERT_EQ(image.object.substr(0, 7), std::string("\x7fPJOBJS")) << "not compiled apart";
+  engine.register_runtime_once(register_host_runtime);
+  OrcEngine::ModuleKey key = engine.add_object(image.object, "vector math bundle");
+  auto* fn = reinterpret_cast<PJPackedFunc>(engine.lookup("f" + image.suffix));
+  std::vector<std::unique_ptr<Vector>> vectors;
+  std::vector<PJValue> args;
+  for (int k = 0; k < kParams; ++k) {
+    vectors.push_back(std::make_unique<Vector>(64));
+    args.push_back(vectors.back()->arg());
+  }
+  for (int i = 0; i < 64; ++i) vectors.back()->data[static_cast<size_t>(i)] = 0.125f * i - 4;
+  call_packed(HostEntry{fn, nullptr}, args.data(), kParams);
+  for (int i = 0; i < 64; ++i) {
+    const float x = 0.125f * i - 4;
+    EXPECT_NEAR(vectors[0]->data[static_cast<size_t>(i)], std::exp(x), 4e-7f * std::exp(x)) << i;
+  }
+  engine.remove(key);
 }
 
 constexpr const char* kChecked = R"(
