@@ -1,7 +1,7 @@
 // The runtime side of T.check_args (primjit/arg_table.h): one precompiled function checks the
 // arguments of a packed call against the constant table MakePackedAPI wrote. Compiled host code
-// calls it through the runtime symbol kCheckArgsSymbol (jit/common/host_abi.h); the interpreter
-// calls it directly, so both report the same messages.
+// calls it through the runtime symbol kCheckArgsSymbol (primjit_rt_check_args, defined here:
+// jit/common/host_abi.h); the interpreter calls it directly, so both report the same messages.
 #pragma once
 
 #include <cstddef>

@@ -98,6 +98,7 @@ int32_t primjit_rt_parallel_for(int64_t begin, int64_t end, primjit::jit::Parall
 int32_t primjit_rt_launch(void* handle, const int64_t* launch, void** args);
 /// T.check_args: checks a packed call's arguments against the table MakePackedAPI wrote
 /// (primjit/arg_table.h); returns 0, or -1 after recording the first failed check's message.
+/// Defined with the check itself, in jit/common/arg_check.cc.
 int32_t primjit_rt_check_args(const PJValue* args, int32_t num_args, const char* signature,
                               const char* texts, const int64_t* table);
 }

@@ -90,11 +90,11 @@ llvm::CodeGenOptLevel codegen_level(int level) {
 }
 
 // Runs the pipeline for `level` on `module`; glue functions get the light pipeline and are
-// kept out of the full one. A module of glue only (`glue_only`) skips the module pipeline.
-// `honour_optnone` keeps the pipeline off glue (the light pipeline is all it gets); without it
-// the pipeline still optimizes glue's IR (only instruction selection sees `optnone`).
-void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level, bool glue_only,
-              bool honour_optnone) {
+// kept out of the full one (`optnone`, which the pipeline honours: with argument checks that
+// are compares and one branch per tensor, T.check_args, the full pipeline on a 3-tensor wrapper
+// cost a cold first call about 5 ms of its 17 and the wrapper ran no faster). A module of glue
+// only (`glue_only`) skips the module pipeline.
+void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level, bool glue_only) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -103,7 +103,7 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level, boo
   // (GVN and jump threading on a wrapper of a thousand checks took most of its compile).
   llvm::PassInstrumentationCallbacks callbacks;
   llvm::OptNoneInstrumentation optnone(/*DebugLogging=*/false);
-  if (honour_optnone) optnone.registerCallbacks(callbacks);
+  optnone.registerCallbacks(callbacks);
   llvm::PassBuilder builder(&machine, llvm::PipelineTuningOptions(), std::nullopt, &callbacks);
   builder.registerModuleAnalyses(mam);
   builder.registerCGSCCAnalyses(cgam);
@@ -160,11 +160,12 @@ std::set<std::string> glue_function_names(const llvm::Module& module) {
   return names;
 }
 
-// Glue with fewer instructions than this is compiled with the loop nests, by the full pipeline
-// and the optimizing code generator: a wrapper runs on every call, and the fast register
-// allocator's spills made a wrapper of 3 tensors 20 % slower per call (16 tensors: 40 %).
-// Larger glue (beyond about 35 tensor parameters) is compiled apart, which keeps the compile
-// linear in the number of parameters (the optimizing allocator took minutes on 1,000).
+// Glue with fewer instructions than this is compiled with the loop nests, by the optimizing
+// code generator: a wrapper runs on every call, and the fast register allocator's spills made
+// a wrapper of 3 tensors 20 % slower per call (16 tensors: 40 %). Larger glue (with
+// T.check_args, beyond about 1,600 tensor parameters) is compiled apart, which keeps the
+// compile linear in the number of parameters (the optimizing allocator took minutes on a
+// wrapper of 1,000 tensors' inline checks).
 constexpr size_t kGlueApartInstructions = 8192;
 
 size_t glue_instructions(const llvm::Module& module, const std::set<std::string>& glue) {
@@ -439,9 +440,8 @@ struct OrcEngine::Impl {
       std::unique_ptr<llvm::TargetMachine> machine = borrow_machine(glue_only);
       try {
         // A T.vectorized loop that LLVM leaves scalar is logged with LLVM's reasons.
-        watch_vectorization(*part, [&] {
-          optimize(*part, *machine, options.opt_level, glue_only, /*honour_optnone=*/apart);
-        });
+        watch_vectorization(*part,
+                            [&] { optimize(*part, *machine, options.opt_level, glue_only); });
         if ((dumps != nullptr && dumps->want_optimized_ir) ||
             (options.keep_optimized_ir && optimized != nullptr)) {
           optimized_text += module_text(*part);

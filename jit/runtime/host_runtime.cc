@@ -7,7 +7,6 @@
 
 #include <atomic>
 
-#include "jit/common/arg_check.h"
 #include "jit/llvm/orc_engine.h"
 #include "primjit/error.h"
 
@@ -99,16 +98,4 @@ extern "C" int32_t primjit_rt_launch(void* handle, const int64_t* launch, void**
     return -1;
   }
   return static_cast<primjit::jit::KernelHandle*>(handle)->launch(launch, args);
-}
-
-extern "C" int32_t primjit_rt_check_args(const PJValue* args, int32_t num_args,
-                                         const char* signature, const char* texts,
-                                         const int64_t* table) {
-  std::string message;
-  if (primjit::jit::check_packed_args(args, num_args, signature, texts, table, &message) == 0)
-      [[likely]] {
-    return 0;
-  }
-  primjit::jit::t_last_error = std::move(message);
-  return -1;
 }
