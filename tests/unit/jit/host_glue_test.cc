@@ -310,5 +310,32 @@ TEST(HostGlue, TableChecksGiveTheMessagesOfTheGeneratedChecks) {
             on("Mismatched type", 0, "Tensor, got None"));
 }
 
+// A hand-written T.check_args whose table would make the runtime's check read out of bounds is
+// refused when the host code is generated, with what is wrong.
+TEST(HostGlue, AMalformedArgumentTableIsRefused) {
+  auto module_with = [](const std::string& table) {
+    return parse(R"tir(
+@T.prim_func
+def f(self_handle: T.handle, args: T.handle, num_args: T.int32, result: T.handle) -> T.int32:
+    T.func_attr({"calling_conv": 1, "global_symbol": "f", "target": T.target("llvm")})
+    T.check_args(args, num_args, "f(A: Tensor([4], float32))", "Afloat32", )tir" +
+                 table + R"tir()
+    return 0
+)tir");
+  };
+  // One tensor parameter of ndim 1 whose dimension must be 4: well formed.
+  const std::string good = "1, 1, 0, 1, 1, 7, 1, 2, 32, 1, 3, 1, -1, 0, 0, 2, 4, 0, 0, 0";
+  EXPECT_FALSE(to_llvm_text(codegen_llvm(module_with(good))).empty());
+  EXPECT_ERROR_CONTAINS(codegen_llvm(module_with("2, 1, 0, 1, 1, 7, 1, 2, 32, 1, 3, 1, -1, 0, 0")),
+                        "the table is malformed (tensor parameter 0 has a bad ndim or too few "
+                        "dimensions)");
+  EXPECT_ERROR_CONTAINS(
+      codegen_llvm(module_with("1, 1, 0, 1, 1, 7, 1, 2, 32, 1, 3, 1, -1, 0, 0, 3, 5, 0, 0, 0")),
+      "matches no dimension of a tensor parameter");
+  EXPECT_ERROR_CONTAINS(
+      codegen_llvm(module_with("1, 1, 0, 99, 1, 7, 1, 2, 32, 1, 3, 1, -1, 0, 0, 2, 4, 0, 0, 0")),
+      "a text of tensor parameter 0 is out of range");
+}
+
 }  // namespace
 }  // namespace primjit::jit
