@@ -8,16 +8,20 @@
 //           A rewritten function:
 //           - params (self_handle, args, num_args: int32, result), ret type int32,
 //             buffer_map empty; attrs "calling_conv" = 1, "target" = the host target;
-//           - body, in order: the argument count and args-pointer asserts; per parameter its
-//             type-index check and the Bind of its value; per buffer parameter the null, ndim
-//             and dtype checks, then Binds of its shape/strides arrays, of the variables its
-//             shape defines (first buffer that carries one wins; one narrower than int64 after
-//             an assert that the extent fits, as 2^31 does not in int32), of device id and data;
-//             then every deferred check (shapes against earlier definitions or expressions,
-//             strides, byte offset, device type and id, non-null data); then a
+//           - body, in order: `T.check_args(args, num_args, "<signature>", "<texts>",
+//             table...)`, one runtime call that runs every check a constant table can describe
+//             (primjit/arg_table.h: the argument count and args pointer, each parameter's type
+//             index, each buffer's null, ndim, dtype, shape array, the range of the variables
+//             its dimensions define, dimensions that must be a constant or match an earlier
+//             buffer's dimension, compact strides, byte offset 0, device type and id, non-null
+//             data); per parameter the Bind of its value; per buffer parameter the Binds of its
+//             shape array, of the variables its shape defines (first buffer that carries one
+//             wins), of device id and data, and for a buffer that declares strides or an
+//             element offset their generated checks and binds; then the deferred checks the
+//             table cannot express (shapes against expressions or scalar parameters); then a
 //             DeclBuffer per buffer parameter; then `T.attr(0, "compute_scope", "<f>_compute_")`
 //             around the old body, in which `return v` stores v into *result and returns 0;
-//             then `return 0`. Every check of a DLTensor's fields comes after its null check.
+//             then `return 0`. No generated code reads a DLTensor before the table's checks.
 //           - a buffer without strides must be compact row-major (or have null strides); a
 //             buffer with strides binds each stride variable from the strides array (the
 //             compact strides when it is null) and checks the others (any stride is fine in a
@@ -26,18 +30,19 @@
 //             an assert that byte_offset is a whole number of elements;
 //           - failed checks carry the signature, the argument and expected vs actual, e.g.
 //             "Mismatched B.shape[0] on argument #1 when calling:\n  `f(A: Tensor([n], float32),
-//             B: Tensor([n], float32))`,\n  expected to match A.shape[0], got 7"; every message
-//             is a T.format whose `{str}` value is the signature, one StringImm shared by all
-//             (the IR stays linear in the number of parameters).
+//             B: Tensor([n], float32))`,\n  expected to match A.shape[0], got 7"; the table's
+//             checks come first and report exactly what the generated assert each replaces
+//             did; every generated message is a T.format whose `{str}` value is the signature,
+//             one StringImm shared by all (the IR stays linear in the number of parameters).
 //           A call of a rewritten function from another function becomes
 //           `T.call_cpacked("<symbol>", args...)`; calls of private functions stay.
 // Example:
 //   def f(A: T.Buffer((n,), "float32"), x: T.int32):        (target llvm)
 //   =>
 //   def f(self_handle: T.handle, args: T.handle, num_args: T.int32, result: T.handle) -> T.int32:
-//       assert num_args == 2, T.format("Expected 2 arguments when calling:\n  `{str}`, got {}",
-//                                      "f(A: Tensor([n], float32), x: int32)", num_args)
-//       A_handle_type_index: T.int32 = T.tvm_struct_get(args, 0, 13, "int32")  ...
+//       T.check_args(args, num_args, "f(A: Tensor([n], float32), x: int32)", "Afloat32...",
+//                    2, 1, 0, 1, 1, 7, 1, 2, 32, 1, 3, 1, -1, ..., 3)
+//       A: T.handle = T.tvm_struct_get(args, 0, 15, "handle")  ...
 //       n: T.int32 = T.Cast("int32", A_shape[0])  ...  x: T.int32 = ...
 //       with T.attr(0, "compute_scope", "f_compute_"): <body>
 //       return 0
@@ -49,6 +54,7 @@
 #include "passes/free_vars.h"
 #include "passes/pass_list.h"
 #include "primjit/abi.h"
+#include "primjit/arg_table.h"
 #include "primjit/error.h"
 #include "primjit/ir/functor.h"
 #include "primjit/ir/text.h"
@@ -56,7 +62,11 @@
 namespace primjit::passes {
 namespace {
 
-constexpr int kDLCPU = 1, kDLCUDA = 2, kDLCUDAManaged = 13;
+constexpr int kDLCPU = 1, kDLCUDA = 2;
+
+// Entries of a buffer parameter's record in the argument table (primjit/arg_table.h), counted
+// from its kind.
+constexpr size_t kFlags = 9, kDeviceIdParam = 11, kDeviceIdText = 12;
 
 Expr i32(int64_t v) { return IntImm::make(DataType::Int(32), v); }
 Expr i64(int64_t v) { return IntImm::make(DataType::Int(64), v); }
@@ -71,12 +81,6 @@ Stmt struct_set(const Expr& ptr, int field, const Expr& value) {
 }
 
 Expr is_null(const Expr& ptr) { return Call::make(DataType::Bool(), Op::get("isnullptr"), {ptr}); }
-
-Expr any_of(const std::vector<Expr>& terms) {
-  Expr out = terms.front();
-  for (size_t i = 1; i < terms.size(); ++i) out = Or::make(out, terms[i]);
-  return out;
-}
 
 // A message with values: T.format(format, values...).
 Expr format(const std::string& format, std::vector<Expr> values) {
@@ -181,23 +185,15 @@ class ArgumentDecoder {
     Var result = Var::make_handle("result");
     const int n = static_cast<int>(func_->params.size());
 
-    init_.push_back(AssertStmt::make(
-        EQ::make(num_args, i32(n)),
-        format("Expected " + std::to_string(n) + (n == 1 ? " argument" : " arguments") +
-                   " when calling:\n  `{str}`, got {}",
-               {signature_, num_args})));
-    if (n > 0) {
-      init_.push_back(
-          AssertStmt::make(Not::make(is_null(args)),
-                           format("args pointer is NULL when calling:\n  `{str}`", {signature_})));
-    }
+    records_.resize(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) decode_param(args, i);
     for (int i = 0; i < n; ++i) {
       Buffer buffer = func_->buffer_of(func_->params[i]);
       if (buffer.defined()) decode_buffer(i, buffer);
     }
 
-    std::vector<Stmt> body = std::move(init_);
+    std::vector<Stmt> body = {check_args(args, num_args)};
+    body.insert(body.end(), init_.begin(), init_.end());
     for (const auto& check : deferred_) body.push_back(check());
     for (const auto& [param, buffer] : func_->buffer_map) body.push_back(DeclBuffer::make(buffer));
     ReturnRewriter returns(result, name_);
@@ -278,35 +274,27 @@ class ArgumentDecoder {
     const Var& p = func_->params[i];
     Buffer buffer = func_->buffer_of(p);
     DataType t = p.dtype();
-    Var tindex = Var::make(p->name + "_type_index", DataType::Int(32));
-    init_.push_back(Bind::make(tindex, struct_get(DataType::Int(32), args, i, kPJValueTypeIndex)));
-    std::vector<int> accepted;
-    std::string expected;
+    std::vector<int64_t>& record = records_[static_cast<size_t>(i)];
     if (t.is_handle()) {
-      accepted = {kPJNone, kPJOpaquePtr, kPJDLTensorPtr};
-      expected = buffer.defined() ? "Tensor" : "pointer";
+      record.push_back(buffer.defined() ? kArgTensor : kArgPointer);
     } else if (t.is_bool()) {
-      accepted = {kPJBool, kPJInt};
-      expected = "boolean";
+      record.push_back(kArgBool);
     } else if (t.is_integer()) {
-      accepted = {kPJInt, kPJBool};
-      expected = "int";
+      record.push_back(kArgInt);
     } else {
       PRIMJIT_USER_CHECK(t.is_floating() && t.is_scalar())
           << "MakePackedAPI: parameter '" << p->name << "' of '" << name_ << "' has dtype " << t
           << ", which the packed calling convention cannot pass; use a scalar or a buffer";
-      accepted = {kPJFloat, kPJInt, kPJBool};
-      expected = "float";
+      record.push_back(kArgFloat);
     }
-    std::vector<Expr> ok;
-    for (int a : accepted) ok.push_back(EQ::make(tindex, i32(a)));
-    init_.push_back(AssertStmt::make(
-        any_of(ok), message("Mismatched type", i, expected, ", got {type}", {tindex})));
-
+    // The table checked the type index: a float may come as an int or a bool.
     Expr value;
     if (t.is_handle()) {
       value = struct_get(DataType::Handle(), args, i, kPJValueUnion);
     } else if (t.is_floating()) {
+      Var tindex = Var::make(p->name + "_type_index", DataType::Int(32));
+      init_.push_back(
+          Bind::make(tindex, struct_get(DataType::Int(32), args, i, kPJValueTypeIndex)));
       value = Select::make(EQ::make(tindex, i32(kPJFloat)),
                            Cast::make(t, struct_get(DataType::Float(64), args, i, kPJValueUnion)),
                            Cast::make(t, struct_get(DataType::Int(64), args, i, kPJValueUnion)));
@@ -316,139 +304,97 @@ class ArgumentDecoder {
     define(p, value, p->name);
   }
 
+  // The table checks the DLTensor's fields; the code binds the shape array, the variables its
+  // dimensions define and, when the buffer declares strides, its strides.
   void decode_buffer(int i, const Buffer& buffer) {
     const Var& handle = func_->params[i];
     const std::string& name = buffer->name;
-    auto msg = [&](const std::string& what, const std::string& expected, const std::string& got,
-                   std::vector<Expr> values) {
-      return message(what, i, expected, got, std::move(values));
-    };
-    init_.push_back(AssertStmt::make(Not::make(is_null(handle)),
-                                     msg("Mismatched type", "Tensor", ", got None", {})));
-    // ndim
     const int ndim = static_cast<int>(buffer->shape.size());
-    Var ndim_var = Var::make(name + "_ndim", DataType::Int(32));
-    init_.push_back(Bind::make(ndim_var, struct_get(DataType::Int(32), handle, 0, kPJTensorNDim)));
-    init_.push_back(AssertStmt::make(
-        EQ::make(ndim_var, i32(ndim)),
-        msg("Mismatched " + name + ".ndim", std::to_string(ndim), ", got {}", {ndim_var})));
-    // dtype
     DataType t = buffer->dtype;
-    Expr code = struct_get(DataType::UInt(8), handle, 0, kPJTensorTypeCode);
-    Expr bits = struct_get(DataType::UInt(8), handle, 0, kPJTensorTypeBits);
-    Expr lanes = struct_get(DataType::UInt(16), handle, 0, kPJTensorTypeLanes);
-    Expr dtype_ok =
-        And::make(And::make(EQ::make(code, IntImm::make(DataType::UInt(8), t.dlpack_code())),
-                            EQ::make(bits, IntImm::make(DataType::UInt(8), t.bits()))),
-                  EQ::make(lanes, IntImm::make(DataType::UInt(16), t.lanes())));
-    init_.push_back(AssertStmt::make(dtype_ok, msg("Mismatched " + name + ".dtype", t.str(),
-                                                   ", got {dtype}", {code, bits, lanes})));
+    std::vector<int64_t>& record = records_[static_cast<size_t>(i)];
+    add_text(record, name);
+    add_text(record, t.str());
+    record.insert(record.end(), {ndim, t.dlpack_code(), t.bits(), t.lanes(), 0, device_type_, -1});
+    add_text(record, "");
     if (ndim == 0) {
-      bind_location(i, buffer, Buffer());
+      bind_location(i, buffer);
       return;
     }
-    // shape
+    // The shape array is bound only when the code reads it.
     Var shape_ptr = Var::make_pointer(name + "_shape", DataType::Int(64));
-    init_.push_back(
-        Bind::make(shape_ptr, struct_get(DataType::Handle(), handle, 0, kPJTensorShape)));
     Buffer shape =
         Buffer::make(shape_ptr, DataType::Int(64), {i32(ndim)}, {}, Expr(), name + "_shape");
-    init_.push_back(
-        AssertStmt::make(Not::make(is_null(shape_ptr)),
-                         msg("Mismatched " + name + ".shape", "a shape array", ", got NULL", {})));
-    init_.push_back(DeclBuffer::make(shape));
+    const size_t shape_at = init_.size();
+    bool shape_read = !buffer->strides.empty();
     for (int k = 0; k < ndim; ++k) {
       std::string path = name + ".shape[" + std::to_string(k) + "]";
-      bind_dim(i, path, buffer->shape[k], BufferLoad::make(shape, {i32(k)}));
+      shape_read |= bind_dim(i, path, buffer->shape[k], BufferLoad::make(shape, {i32(k)}), k);
     }
-    // strides: as declared when the buffer has them, else compact row-major (or null);
-    // dimensions of extent 1 may carry any stride
-    Var strides_ptr = Var::make_pointer(name + "_strides", DataType::Int(64));
-    init_.push_back(
-        Bind::make(strides_ptr, struct_get(DataType::Handle(), handle, 0, kPJTensorStrides)));
-    Buffer strides =
-        Buffer::make(strides_ptr, DataType::Int(64), {i32(ndim)}, {}, Expr(), name + "_strides");
-    init_.push_back(DeclBuffer::make(strides));
+    if (shape_read) {
+      init_.insert(
+          init_.begin() + static_cast<std::ptrdiff_t>(shape_at),
+          {Bind::make(shape_ptr, struct_get(DataType::Handle(), handle, 0, kPJTensorShape)),
+           DeclBuffer::make(shape)});
+    }
+    // strides: as declared when the buffer has them (generated checks), else compact row-major
+    // or null (the table's check; dimensions of extent 1 may carry any stride)
     if (!buffer->strides.empty()) {
+      Var strides_ptr = Var::make_pointer(name + "_strides", DataType::Int(64));
+      init_.push_back(
+          Bind::make(strides_ptr, struct_get(DataType::Handle(), handle, 0, kPJTensorStrides)));
+      Buffer strides =
+          Buffer::make(strides_ptr, DataType::Int(64), {i32(ndim)}, {}, Expr(), name + "_strides");
+      init_.push_back(DeclBuffer::make(strides));
       bind_strides(i, buffer, shape, strides);
     } else {
-      Expr compact, expected;  // expected stride of dimension k: product of the later extents
-      for (int k = ndim - 1; k >= 0; --k) {
-        Expr extent = BufferLoad::make(shape, {i32(k)});
-        Expr stride = BufferLoad::make(strides, {i32(k)});
-        Expr ok = Or::make(EQ::make(extent, i64(1)),
-                           EQ::make(stride, expected.defined() ? expected : i64(1)));
-        compact = compact.defined() ? And::make(ok, compact) : ok;
-        expected = expected.defined() ? Mul::make(expected, extent) : extent;
-      }
-      // The strides are read only when the pointer is not null (And/Or evaluate both sides).
-      Expr cond = Call::make(DataType::Bool(), Op::get("if_then_else"),
-                             {is_null(strides_ptr), IntImm::make(DataType::Bool(), 1), compact});
-      defer(cond, msg("Mismatched " + name + ".strides", "to be compact array", "", {}));
+      record[kFlags] |= kArgCompactStrides;
     }
-    bind_location(i, buffer, shape);
+    bind_location(i, buffer);
   }
 
-  // Byte offset, device and data of buffer parameter i (`shape` undefined for 0-d buffers).
-  void bind_location(int i, const Buffer& buffer, const Buffer& shape) {
+  // Byte offset, device and data of buffer parameter i.
+  void bind_location(int i, const Buffer& buffer) {
     const Var& handle = func_->params[i];
     const std::string& name = buffer->name;
-    auto msg = [&](const std::string& what, const std::string& expected, const std::string& got,
-                   std::vector<Expr> values) {
-      return message(what, i, expected, got, std::move(values));
-    };
+    std::vector<int64_t>& record = records_[static_cast<size_t>(i)];
     // byte offset: 0 unless the buffer declares an element offset, which it then gives in
     // elements (a whole number of them)
-    Expr offset = struct_get(DataType::UInt(64), handle, 0, kPJTensorByteOffset);
     const Expr& elem_offset = buffer->elem_offset;
     if (!elem_offset.defined() || as_const_int(elem_offset) == 0) {
-      defer(EQ::make(offset, IntImm::make(DataType::UInt(64), 0)),
-            msg("Mismatched " + name + ".byte_offset", "0", ", got {}", {offset}));
+      record[kFlags] |= kArgZeroByteOffset;
     } else {
+      Expr offset = struct_get(DataType::UInt(64), handle, 0, kPJTensorByteOffset);
       const int64_t bytes = std::max(1, (buffer->dtype.bits() * buffer->dtype.lanes() + 7) / 8);
       Expr offset64 = Cast::make(DataType::Int(64), offset);
       init_.push_back(
           AssertStmt::make(And::make(GE::make(offset64, i64(0)),
                                      EQ::make(FloorMod::make(offset64, i64(bytes)), i64(0))),
-                           msg("Misaligned " + name + ".byte_offset",
-                               "a multiple of " + std::to_string(bytes) + " (the size of a " +
-                                   buffer->dtype.str() + " element) below 2^63",
-                               ", got {}", {offset})));
+                           message("Misaligned " + name + ".byte_offset", i,
+                                   "a multiple of " + std::to_string(bytes) + " (the size of a " +
+                                       buffer->dtype.str() + " element) below 2^63",
+                                   ", got {}", {offset})));
       // Bound like a dimension: a new variable narrower than int64 must hold the count (2^31
       // elements is no int32 offset), a defined one or an expression must match it.
-      bind_dim(i, name + ".elem_offset", elem_offset, FloorDiv::make(offset64, i64(bytes)));
+      bind_dim(i, name + ".elem_offset", elem_offset, FloorDiv::make(offset64, i64(bytes)), -1);
     }
-    // device
-    Expr dev_type = struct_get(DataType::Int(32), handle, 0, kPJTensorDeviceType);
-    Expr dev_ok = EQ::make(dev_type, i32(device_type_));
-    if (device_type_ == kDLCUDA) dev_ok = Or::make(dev_ok, EQ::make(dev_type, i32(kDLCUDAManaged)));
-    defer(dev_ok, msg("Mismatched " + name + ".device_type",
-                      device_type_ == kDLCPU ? "cpu" : "cuda", ", got {device}", {dev_type}));
+    // device: the table checks the type, and the id against the first buffer's
     if (device_type_ != kDLCPU) {
-      Expr dev_id = struct_get(DataType::Int(32), handle, 0, kPJTensorDeviceId);
       if (!device_id_.defined()) {
         device_id_ = Var::make("dev_id", DataType::Int(32));
-        init_.push_back(Bind::make(device_id_, dev_id));
+        init_.push_back(
+            Bind::make(device_id_, struct_get(DataType::Int(32), handle, 0, kPJTensorDeviceId)));
         device_id_path_ = name + ".device_id";
+        device_id_param_ = i;
       } else {
-        defer(EQ::make(dev_id, device_id_),
-              msg("Mismatched " + name + ".device_id", "to match " + device_id_path_, ", got {}",
-                  {dev_id}));
+        record[kDeviceIdParam] = device_id_param_;
+        set_text(record, kDeviceIdText, "to match " + device_id_path_);
       }
     }
-    // data
+    // data (the table checks that it is not null unless the tensor is empty)
     PRIMJIT_USER_CHECK(!defined_.count(buffer->data.get()))
         << "MakePackedAPI: buffers of '" << name_ << "' share the data pointer of '"
         << defined_[buffer->data.get()] << "'; give each parameter buffer its own data";
     define(buffer->data, struct_get(DataType::Handle(), handle, 0, kPJTensorData), name + ".data");
-    Expr size;  // an empty tensor may have a null data pointer
-    for (size_t k = 0; k < buffer->shape.size(); ++k) {
-      Expr extent = BufferLoad::make(shape, {i32(static_cast<int64_t>(k))});
-      size = k == 0 ? extent : Mul::make(size, extent);
-    }
-    Expr data_ok = Not::make(is_null(buffer->data));
-    defer(size.defined() ? Or::make(EQ::make(size, i64(0)), data_ok) : data_ok,
-          msg(name + " data pointer is NULL", "non-NULL data pointer", "", {}));
   }
 
   // Declared strides: each a new variable, or checked against its definition, constant or
@@ -504,31 +450,78 @@ class ArgumentDecoder {
 
   // One dimension: defines a new variable, or checks against an earlier definition or a
   // constant / expression (deferred, so expressions may use variables defined later).
-  void bind_dim(int i, const std::string& path, const Expr& dim, const Expr& loaded) {
+  // Returns whether the generated code reads `loaded` (the table checks the rest).
+  bool bind_dim(int i, const std::string& path, const Expr& dim, const Expr& loaded, int k) {
+    // Dimension k of buffer parameter i has a record in the table (not an element offset).
+    std::vector<int64_t>& record = records_[static_cast<size_t>(i)];
+    auto add_dim = [&](ArgDimKind kind, int64_t a, int64_t b, const std::string& expected) {
+      if (k < 0) return false;
+      record.insert(record.end(), {kind, a, b, 0, 0});
+      set_text(record, record.size() - 2, expected);
+      return true;
+    };
     if (const auto* v = dim.as<VarNode>(); v != nullptr && !defined_.count(v)) {
       // A variable narrower than the int64 extent must hold it: 2^31 is no int32.
-      if (const int64_t max = v->dtype.max_int_value(); max < INT64_MAX) {
-        init_.push_back(AssertStmt::make(
-            LE::make(loaded, i64(max)),
-            message("Invalid " + path, i,
-                    "at most " + std::to_string(max) + " (" + v->name + " is " + v->dtype.str() +
-                        "; declare it " + DataType::Int(64).str() + " for larger dimensions)",
-                    ", got {}", {loaded})));
+      const int64_t max = v->dtype.max_int_value();
+      const std::string expected = "at most " + std::to_string(max) + " (" + v->name + " is " +
+                                   v->dtype.str() + "; declare it " + DataType::Int(64).str() +
+                                   " for larger dimensions)";
+      const bool narrow = max < INT64_MAX;
+      if (add_dim(kArgDimDefine, narrow ? max : -1, 0, narrow ? expected : "")) {
+        table_dims_[v] = {i, k};
+      } else if (narrow) {
+        init_.push_back(
+            AssertStmt::make(LE::make(loaded, i64(max)),
+                             message("Invalid " + path, i, expected, ", got {}", {loaded})));
       }
       define(Var(v), loaded, path);
-      return;
+      return true;
     }
     auto imm = as_const_int(dim);  // compared in int64: a huge extent does not wrap
+    const auto* v = dim.as<VarNode>();
+    if (auto it = v ? table_dims_.find(v) : table_dims_.end(); it != table_dims_.end()) {
+      if (add_dim(kArgDimMatch, it->second.first, it->second.second, "to match " + defined_[v])) {
+        return false;
+      }
+    } else if (imm && add_dim(kArgDimConst, *imm, 0, std::to_string(*imm))) {
+      return false;
+    }
+    add_dim(kArgDimGenerated, 0, 0, "");
     Expr cond = EQ::make(loaded, imm ? i64(*imm) : Cast::make(DataType::Int(64), dim));
-    if (const auto* v = dim.as<VarNode>()) {
+    if (v != nullptr) {
       defer(cond,
             message("Mismatched " + path, i, "to match " + defined_[v], ", got {}", {loaded}));
-      return;
+      return true;
     }
     defer([this, i, path, dim, loaded, cond] {
       return AssertStmt::make(
           cond, message("Invalid " + path, i, top_text(dim, defined_), ", got {}", {loaded}));
     });
+    return true;
+  }
+
+  // The text's place in texts_ at record[at] and record[at + 1] (each text stored once).
+  void set_text(std::vector<int64_t>& record, size_t at, const std::string& text) {
+    auto [it, added] = text_at_.emplace(text, static_cast<int64_t>(texts_.size()));
+    if (added) texts_ += text;
+    record[at] = it->second;
+    record[at + 1] = static_cast<int64_t>(text.size());
+  }
+  void add_text(std::vector<int64_t>& record, const std::string& text) {
+    record.resize(record.size() + 2);
+    set_text(record, record.size() - 2, text);
+  }
+
+  // T.check_args(args, num_args, signature, texts, table...): the checks the table describes
+  // (primjit/arg_table.h), before any generated code reads an argument. Entries that fit in
+  // int32 are printed as plain numbers.
+  Stmt check_args(const Var& args, const Var& num_args) const {
+    std::vector<Expr> call = {args, num_args, signature_, StringImm::make(texts_),
+                              i32(static_cast<int64_t>(records_.size()))};
+    for (const std::vector<int64_t>& record : records_) {
+      for (int64_t v : record) call.push_back(v == static_cast<int32_t>(v) ? i32(v) : i64(v));
+    }
+    return Evaluate::make(Call::make(DataType::Int(32), Op::get("check_args"), std::move(call)));
   }
 
   const PrimFunc& func_;
@@ -540,6 +533,14 @@ class ArgumentDecoder {
   std::unordered_map<const VarNode*, std::string> defined_;
   Var device_id_;
   std::string device_id_path_;
+  int device_id_param_ = -1;
+  // The table: per parameter its record (kind, then for a buffer its tensor record), the texts
+  // the records point into, and the variables that a dimension in the table defines (parameter,
+  // dimension), which later dimensions match in the table.
+  std::vector<std::vector<int64_t>> records_;
+  std::string texts_;
+  std::map<std::string, int64_t> text_at_;
+  std::unordered_map<const VarNode*, std::pair<int, int>> table_dims_;
 };
 
 bool needs_packed_api(const PrimFunc& func, const std::string& name) {

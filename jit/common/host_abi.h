@@ -34,6 +34,7 @@ namespace primjit::jit {
 inline constexpr const char* kSetErrorSymbol = "primjit_rt_set_error";
 inline constexpr const char* kParallelForSymbol = "primjit_rt_parallel_for";
 inline constexpr const char* kLaunchSymbol = "primjit_rt_launch";
+inline constexpr const char* kCheckArgsSymbol = "primjit_rt_check_args";
 
 /// The body of a parallel loop: runs the iterations of the chunk [begin, end) in order; returns
 /// 0, or -1 after setting the error.
@@ -95,4 +96,9 @@ int32_t primjit_rt_parallel_for(int64_t begin, int64_t end, primjit::jit::Parall
 /// Runs KernelHandle `handle`'s launch; a null handle (a slot of the kernel table that was
 /// never filled) is an error, not a crash.
 int32_t primjit_rt_launch(void* handle, const int64_t* launch, void** args);
+/// T.check_args: checks a packed call's arguments against the table MakePackedAPI wrote
+/// (primjit/arg_table.h); returns 0, or -1 after recording the first failed check's message.
+/// Defined with the check itself, in jit/common/arg_check.cc.
+int32_t primjit_rt_check_args(const PJValue* args, int32_t num_args, const char* signature,
+                              const char* texts, const int64_t* table);
 }

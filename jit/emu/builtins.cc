@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 
+#include "jit/common/arg_check.h"
 #include "jit/emu/compiler.h"
 #include "primjit/error.h"
 #include "primjit/ir/text.h"
@@ -557,6 +558,24 @@ CExprPtr Compiler::call(const Call* op) {
                                 expr(op->args[3]));
   }
   if (name == "isnullptr") return make_is_null_node(t, expr(op->args[0]));
+  if (name == "check_args") {
+    std::vector<int64_t> table;
+    for (size_t k = 4; k < op->args.size(); ++k) {
+      std::optional<int64_t> v = as_const_int(op->args[k]);
+      PRIMJIT_USER_CHECK(v) << "T.check_args: entry " << k - 4
+                            << " of the table is not an integer constant, in `" << print(Expr(op))
+                            << "`";
+      table.push_back(*v);
+    }
+    std::string texts = string_arg(op, 3, "check_args");
+    const std::string problem = arg_table_problem(table.data(), table.size(), texts.size());
+    PRIMJIT_USER_CHECK(problem.empty())
+        << "T.check_args: the table is malformed (" << problem
+        << "; it is MakePackedAPI's, see primjit/arg_table.h), in `" << print(Expr(op)) << "`";
+    return make_check_args_node(t, expr(op->args[0]), expr(op->args[1]),
+                                string_arg(op, 2, "check_args"), std::move(texts),
+                                std::move(table));
+  }
   if (name == "format") {
     return make_unsupported_node(t, "T.format is only supported as the message of an assert");
   }

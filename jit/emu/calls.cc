@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <cstring>
 
+#include "jit/common/arg_check.h"
 #include "jit/emu/compiler.h"
+#include "jit/emu/interpreter.h"
 #include "primjit/abi.h"
 #include "primjit/error.h"
 
@@ -180,6 +182,38 @@ class IsNullNode : public CExpr {
 
  private:
   CExprPtr ptr_;
+};
+
+// T.check_args: the runtime's own check (jit/common/arg_check.h) on the interpreter's memory,
+// which holds the same PJValues and DLTensors compiled code sees.
+class CheckArgsNode : public CExpr {
+ public:
+  CheckArgsNode(DataType dtype, CExprPtr args, CExprPtr num_args, std::string signature,
+                std::string texts, std::vector<int64_t> table)
+      : CExpr(dtype),
+        args_(std::move(args)),
+        num_args_(std::move(num_args)),
+        signature_(std::move(signature)),
+        texts_(std::move(texts)),
+        table_(std::move(table)) {}
+  Scalar eval(Exec& ex) const override {
+    Scalar args = args_->eval(ex);
+    const int64_t num_args = num_args_->eval(ex).i;
+    if (args.u != 0 && num_args == table_[0] && num_args > 0) {
+      check_access(ex, args, 0, 16 * num_args, false, AccessDesc{"T.check_args of a PJValue"});
+    }
+    std::string message;
+    if (check_packed_args(reinterpret_cast<const PJValue*>(args.u), static_cast<int32_t>(num_args),
+                          signature_.c_str(), texts_.c_str(), table_.data(), &message) != 0) {
+      throw AssertionError(message);
+    }
+    return from_integer(type, 0, false);
+  }
+
+ private:
+  CExprPtr args_, num_args_;
+  std::string signature_, texts_;
+  std::vector<int64_t> table_;
 };
 
 // --- calls ------------------------------------------------------------------------------------
@@ -424,6 +458,11 @@ CExprPtr make_struct_get_node(DataType t, int field, CExprPtr ptr, CExprPtr inde
 CExprPtr make_struct_set_node(DataType t, int field, CExprPtr ptr, CExprPtr index, CExprPtr value) {
   return std::make_unique<StructSetNode>(t, field, std::move(ptr), std::move(index),
                                          std::move(value));
+}
+CExprPtr make_check_args_node(DataType t, CExprPtr args, CExprPtr num_args, std::string signature,
+                              std::string texts, std::vector<int64_t> table) {
+  return std::make_unique<CheckArgsNode>(t, std::move(args), std::move(num_args),
+                                         std::move(signature), std::move(texts), std::move(table));
 }
 CExprPtr make_is_null_node(DataType t, CExprPtr ptr) {
   return std::make_unique<IsNullNode>(t, std::move(ptr));

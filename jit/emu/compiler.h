@@ -70,6 +70,9 @@ CExprPtr make_ret_node(DataType t, CExprPtr value);
 CExprPtr make_struct_get_node(DataType t, int field, CExprPtr ptr, CExprPtr index);
 CExprPtr make_struct_set_node(DataType t, int field, CExprPtr ptr, CExprPtr index, CExprPtr value);
 CExprPtr make_is_null_node(DataType t, CExprPtr ptr);
+/// T.check_args (primjit/arg_table.h) with its constant signature, texts and table.
+CExprPtr make_check_args_node(DataType t, CExprPtr args, CExprPtr num_args, std::string signature,
+                              std::string texts, std::vector<int64_t> table);
 /// call_extern of a function neither the module nor libm has: Options::symbol_lookup's.
 CExprPtr make_extern_node(DataType t, std::string name, std::vector<CExprPtr> args);
 /// popcount / abs.

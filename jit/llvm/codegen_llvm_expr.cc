@@ -153,6 +153,7 @@ Value* FunctionCodegen::visit(const Call* op) {
   if (name == "bitwise_not") return b_.CreateNot(visit_expr(op->args[0]));
   if (name == "call_extern" || name == "call_pure_extern") return call_extern(op);
   if (name == "call_cpacked") return call_cpacked(op);
+  if (name == "check_args") return check_args(op);
   if (name == "call_packed") return launch_kernel(op);
   if (name == "parallel_for") return parallel_for(op);
   if (name == "call_compute_scope") return call_compute_scope(op);

@@ -197,6 +197,9 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
 
   Value* call_cpacked(const Call* op);
 
+  // T.check_args: the table becomes a private constant array passed to the runtime's check.
+  Value* check_args(const Call* op);
+
   // T.call_packed("kernel", args..., launch values...): the launch ABI of jit/common/host_abi.h.
   Value* launch_kernel(const Call* op);
 

@@ -20,6 +20,7 @@
 #include <llvm/Transforms/Scalar/EarlyCSE.h>
 #include <llvm/Transforms/Scalar/SimplifyCFG.h>
 #include <llvm/Transforms/Utils/Cloning.h>
+#include <llvm/Transforms/Utils/ModuleUtils.h>
 
 #include <algorithm>
 #include <map>
@@ -89,11 +90,11 @@ llvm::CodeGenOptLevel codegen_level(int level) {
 }
 
 // Runs the pipeline for `level` on `module`; glue functions get the light pipeline and are
-// kept out of the full one. A module of glue only (`glue_only`) skips the module pipeline.
-// `honour_optnone` keeps the pipeline off glue (the light pipeline is all it gets); without it
-// the pipeline still optimizes glue's IR (only instruction selection sees `optnone`).
-void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level, bool glue_only,
-              bool honour_optnone) {
+// kept out of the full one (`optnone`, which the pipeline honours: with argument checks that
+// are compares and one branch per tensor, T.check_args, the full pipeline on a 3-tensor wrapper
+// cost a cold first call about 5 ms of its 17 and the wrapper ran no faster). A module of glue
+// only (`glue_only`) skips the module pipeline.
+void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level, bool glue_only) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -102,7 +103,7 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level, boo
   // (GVN and jump threading on a wrapper of a thousand checks took most of its compile).
   llvm::PassInstrumentationCallbacks callbacks;
   llvm::OptNoneInstrumentation optnone(/*DebugLogging=*/false);
-  if (honour_optnone) optnone.registerCallbacks(callbacks);
+  optnone.registerCallbacks(callbacks);
   llvm::PassBuilder builder(&machine, llvm::PipelineTuningOptions(), std::nullopt, &callbacks);
   builder.registerModuleAnalyses(mam);
   builder.registerCGSCCAnalyses(cgam);
@@ -159,11 +160,12 @@ std::set<std::string> glue_function_names(const llvm::Module& module) {
   return names;
 }
 
-// Glue with fewer instructions than this is compiled with the loop nests, by the full pipeline
-// and the optimizing code generator: a wrapper runs on every call, and the fast register
-// allocator's spills made a wrapper of 3 tensors 20 % slower per call (16 tensors: 40 %).
-// Larger glue (beyond about 35 tensor parameters) is compiled apart, which keeps the compile
-// linear in the number of parameters (the optimizing allocator took minutes on 1,000).
+// Glue with fewer instructions than this is compiled with the loop nests, by the optimizing
+// code generator: a wrapper runs on every call, and the fast register allocator's spills made
+// a wrapper of 3 tensors 20 % slower per call (16 tensors: 40 %). Larger glue (with
+// T.check_args, beyond about 1,600 tensor parameters) is compiled apart, which keeps the
+// compile linear in the number of parameters (the optimizing allocator took minutes on a
+// wrapper of 1,000 tensors' inline checks).
 constexpr size_t kGlueApartInstructions = 8192;
 
 size_t glue_instructions(const llvm::Module& module, const std::set<std::string>& glue) {
@@ -203,12 +205,28 @@ std::unique_ptr<llvm::Module> split_glue(llvm::Module& module, const std::set<st
     (is_glue(f) ? any_glue : any_other) = true;
   }
   if (!any_glue || !any_other || !module.alias_empty() || !module.ifunc_empty()) return nullptr;
+  // The lists of values kept from removal (the vector math helpers are on
+  // llvm.compiler.used until the vectorizer has run) go with the side that defines each entry;
+  // another appending global is a shape this does not handle.
+  std::vector<std::pair<std::string, std::vector<llvm::Function*>>> used_lists;
   for (const llvm::GlobalVariable& g : module.globals()) {
-    if (g.hasAppendingLinkage() || g.hasComdat()) return nullptr;
+    if (g.hasComdat()) return nullptr;
+    if (!g.hasAppendingLinkage()) continue;
+    if (g.getName() != "llvm.compiler.used" && g.getName() != "llvm.used") return nullptr;
+    const auto* init = llvm::dyn_cast<llvm::ConstantArray>(g.getInitializer());
+    if (init == nullptr) return nullptr;
+    std::vector<llvm::Function*> entries;
+    for (const llvm::Use& u : init->operands()) {
+      auto* f = llvm::dyn_cast<llvm::Function>(u.get()->stripPointerCasts());
+      if (f == nullptr) return nullptr;
+      entries.push_back(f);
+    }
+    used_lists.emplace_back(g.getName().str(), std::move(entries));
   }
   for (const llvm::Function& f : module) {
     if (f.hasComdat()) return nullptr;
   }
+  for (const auto& [name, entries] : used_lists) module.getGlobalVariable(name)->eraseFromParent();
   // Locals the other side refers to become external (a clone's reference to them is a
   // declaration); constant local variables are copied instead.
   for (llvm::Function& f : module) {
@@ -239,6 +257,25 @@ std::unique_ptr<llvm::Module> split_glue(llvm::Module& module, const std::set<st
   }
   for (llvm::Function& f : module) {
     if (!f.isDeclaration() && !is_glue(f)) f.deleteBody();
+  }
+  for (const auto& [name, entries] : used_lists) {
+    std::vector<llvm::GlobalValue*> glue_side, nests_side;
+    for (llvm::Function* f : entries) {
+      if (is_glue(*f)) {
+        glue_side.push_back(f);
+      } else if (auto* clone = llvm::dyn_cast_or_null<llvm::Function>(map.lookup(f))) {
+        nests_side.push_back(clone);
+      }
+    }
+    const bool compiler = name == "llvm.compiler.used";
+    for (auto [m, values] : {std::pair(&module, glue_side), std::pair(nests.get(), nests_side)}) {
+      if (values.empty()) continue;
+      if (compiler) {
+        llvm::appendToCompilerUsed(*m, values);
+      } else {
+        llvm::appendToUsed(*m, values);
+      }
+    }
   }
   // Constants only the other module used.
   for (llvm::Module* m : {&module, nests.get()}) {
@@ -403,9 +440,8 @@ struct OrcEngine::Impl {
       std::unique_ptr<llvm::TargetMachine> machine = borrow_machine(glue_only);
       try {
         // A T.vectorized loop that LLVM leaves scalar is logged with LLVM's reasons.
-        watch_vectorization(*part, [&] {
-          optimize(*part, *machine, options.opt_level, glue_only, /*honour_optnone=*/apart);
-        });
+        watch_vectorization(*part,
+                            [&] { optimize(*part, *machine, options.opt_level, glue_only); });
         if ((dumps != nullptr && dumps->want_optimized_ir) ||
             (options.keep_optimized_ir && optimized != nullptr)) {
           optimized_text += module_text(*part);

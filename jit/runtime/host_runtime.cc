@@ -23,6 +23,7 @@ void register_host_runtime(OrcEngine& engine) {
   engine.define_symbol(kSetErrorSymbol, reinterpret_cast<void*>(&primjit_rt_set_error));
   engine.define_symbol(kParallelForSymbol, reinterpret_cast<void*>(&primjit_rt_parallel_for));
   engine.define_symbol(kLaunchSymbol, reinterpret_cast<void*>(&primjit_rt_launch));
+  engine.define_symbol(kCheckArgsSymbol, reinterpret_cast<void*>(&primjit_rt_check_args));
 }
 
 void set_last_error(std::string message) { t_last_error = std::move(message); }

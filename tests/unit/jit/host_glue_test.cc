@@ -3,6 +3,7 @@
 // glue functions a light pipeline while loop nests get the full one.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,8 +60,8 @@ struct Vector {
 };
 
 // A thousand parameters compile, run, and a bad last argument still gets the whole message.
-// (The wrapper's code is generated at CodeGenOptLevel::None: the optimizing register allocator
-// took minutes on it.)
+// (The wrapper's checks are one runtime call with a constant table, T.check_args: its code is a
+// few loads per parameter, which the full pipeline and code generator handle in linear time.)
 TEST(HostGlue, AThousandParametersCompileAndCheckTheirArguments) {
   constexpr int kParams = 1000;
   OrcEngine engine;
@@ -134,9 +135,12 @@ TEST(HostGlue, GlueGetsTheLightPipelineAndLoopsTheFullOne) {
 // Large glue and the loop nests are compiled to two objects, which one bundle carries
 // through a cache; a damaged bundle is an error that names the module.
 TEST(HostGlue, GlueAndLoopNestsLinkFromOneBundle) {
-  constexpr int kParams = 60;  // a wrapper large enough to be compiled apart
+  // A wrapper large enough to be compiled apart (about 5 LLVM instructions per tensor parameter
+  // once T.check_args does the checks).
+  constexpr int kParams = 2000;
   OrcEngine engine;
   HostImage image = compile_host(engine, lower(many_params(kParams)));
+  ASSERT_EQ(image.object.substr(0, 7), std::string("\x7fPJOBJS")) << "not compiled apart";
   engine.register_runtime_once(register_host_runtime);
   OrcEngine::ModuleKey key = engine.add_object(image.object, "many bundle");
   auto* fn = reinterpret_cast<PJPackedFunc>(engine.lookup("f" + image.suffix));
@@ -152,6 +156,185 @@ TEST(HostGlue, GlueAndLoopNestsLinkFromOneBundle) {
   engine.remove(key);
   EXPECT_ERROR_CONTAINS(engine.add_object(image.object.substr(0, image.object.size() / 2), "half"),
                         "cannot link 'half': its object bundle is truncated");
+}
+
+// A module with vectorizable math keeps its helpers on llvm.compiler.used until the vectorizer
+// has run; the list goes with the loop nests, and large glue is still compiled apart.
+TEST(HostGlue, GlueIsCompiledApartFromLoopNestsWithVectorMath) {
+  constexpr int kParams = 2000;
+  const std::string last = "A" + std::to_string(kParams - 1) + "[i]";
+  std::string text = many_params(kParams);
+  const size_t at = text.find(last + " + T.float32(1)");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, last.size() + 15, "T.exp(" + last + ")");
+  IRModule lowered = lower(text);
+  if (to_llvm_text(codegen_llvm(passes::lower_for_host(lowered))).find("llvm.compiler.used") ==
+      std::string::npos) {
+    GTEST_SKIP() << "no vector math library on this host";
+  }
+  OrcEngine engine;
+  HostImage image = compile_host(engine, lowered);
+  ASSERT_EQ(image.object.substr(0, 7), std::string("\x7fPJOBJS")) << "not compiled apart";
+  engine.register_runtime_once(register_host_runtime);
+  OrcEngine::ModuleKey key = engine.add_object(image.object, "vector math bundle");
+  auto* fn = reinterpret_cast<PJPackedFunc>(engine.lookup("f" + image.suffix));
+  std::vector<std::unique_ptr<Vector>> vectors;
+  std::vector<PJValue> args;
+  for (int k = 0; k < kParams; ++k) {
+    vectors.push_back(std::make_unique<Vector>(64));
+    args.push_back(vectors.back()->arg());
+  }
+  for (int i = 0; i < 64; ++i) vectors.back()->data[static_cast<size_t>(i)] = 0.125f * i - 4;
+  call_packed(HostEntry{fn, nullptr}, args.data(), kParams);
+  for (int i = 0; i < 64; ++i) {
+    const float x = 0.125f * i - 4;
+    EXPECT_NEAR(vectors[0]->data[static_cast<size_t>(i)], std::exp(x), 4e-7f * std::exp(x)) << i;
+  }
+  engine.remove(key);
+}
+
+constexpr const char* kChecked = R"(
+@T.prim_func
+def g(a: T.handle, b: T.handle, c: T.handle, n: T.int32, x: T.float32):
+    T.func_attr({"target": T.target("llvm")})
+    k = T.int32()
+    A = T.match_buffer(a, (k, 4), "float32")
+    B = T.match_buffer(b, (k,), "float32")
+    C = T.match_buffer(c, (n,), "float32")
+    for i in range(k):
+        B[i] = A[i, 0] + x
+)";
+
+// A float32 tensor of any shape for the argument checks.
+struct Tensor {
+  std::vector<float> data;
+  std::vector<int64_t> shape;
+  DLTensor dl{};
+  explicit Tensor(std::vector<int64_t> dims) : data(64, 0.0f), shape(std::move(dims)) {
+    dl.data = data.data();
+    dl.device = {kDLCPU, 0};
+    dl.ndim = static_cast<int32_t>(shape.size());
+    dl.dtype = {kDLFloat, 32, 1};
+    dl.shape = shape.data();
+  }
+  PJValue arg() {
+    PJValue v{};
+    v.type_index = kPJDLTensorPtr;
+    v.v_ptr = &dl;
+    return v;
+  }
+};
+
+// The table's checks (T.check_args, one runtime call) report what the generated asserts they
+// replace did, word for word, and in their order: every early check (type, null, ndim, dtype,
+// shape array, range) of every argument before any late one (matches, strides, offset,
+// device, data); the check against a scalar parameter stays generated code.
+TEST(HostGlue, TableChecksGiveTheMessagesOfTheGeneratedChecks) {
+  OrcEngine engine;
+  HostProgram program(engine, lower(kChecked));
+  HostEntry g = program.function("g");
+  const std::string sig =
+      "`g(A: Tensor([k, 4], float32), B: Tensor([k], float32), C: Tensor([n], float32), n: "
+      "int32, x: float32)`";
+  auto on = [&](const std::string& what, int i, const std::string& expected) {
+    return what + " on argument #" + std::to_string(i) + " when calling:\n  " + sig +
+           ",\n  expected " + expected;
+  };
+  Tensor a({3, 4}), b({3}), c({5});
+  PJValue n{}, x{};
+  n.type_index = kPJInt;
+  n.v_int64 = 5;
+  x.type_index = kPJFloat;
+  x.v_float64 = 1.5;
+  auto call = [&](int num_args = 5) {
+    std::vector<PJValue> args = {a.arg(), b.arg(), c.arg(), n, x};
+    return test::error_of([&] { call_packed(g, args.data(), num_args); });
+  };
+  EXPECT_EQ(call(), "");
+  EXPECT_EQ(b.data[2], 1.5f);
+  EXPECT_EQ(call(4), "Expected 5 arguments when calling:\n  " + sig + ", got 4");
+  EXPECT_EQ(test::error_of([&] { call_packed(g, nullptr, 5); }),
+            "args pointer is NULL when calling:\n  " + sig);
+  x = a.arg();
+  EXPECT_EQ(call(), on("Mismatched type", 4, "float, got Tensor"));
+  x.type_index = kPJInt;
+  x.v_int64 = 2;
+  EXPECT_EQ(call(), "");  // an int passes as a float
+  a.dl.ndim = 1;
+  EXPECT_EQ(call(), on("Mismatched A.ndim", 0, "2, got 1"));
+  a.dl.ndim = 2;
+  b.dl.dtype = {kDLInt, 32, 1};
+  EXPECT_EQ(call(), on("Mismatched B.dtype", 1, "float32, got int32"));
+  b.dl.dtype = {kDLFloat, 32, 1};
+  a.dl.shape = nullptr;
+  EXPECT_EQ(call(), on("Mismatched A.shape", 0, "a shape array, got NULL"));
+  a.dl.shape = a.shape.data();
+  a.shape[0] = int64_t{1} << 31;
+  EXPECT_EQ(call(), on("Invalid A.shape[0]", 0,
+                       "at most 2147483647 (k is int32; declare it int64 for larger dimensions), "
+                       "got 2147483648"));
+  a.shape = {3, 5};
+  a.dl.shape = a.shape.data();
+  EXPECT_EQ(call(), on("Invalid A.shape[1]", 0, "4, got 5"));
+  a.shape[1] = 4;
+  b.shape[0] = 2;
+  EXPECT_EQ(call(), on("Mismatched B.shape[0]", 1, "to match A.shape[0], got 2"));
+  b.shape[0] = 3;
+  c.shape[0] = 6;
+  EXPECT_EQ(call(), on("Mismatched C.shape[0]", 2, "to match n, got 6"));
+  c.shape[0] = 5;
+  int64_t strides[] = {8, 1};
+  a.dl.strides = strides;
+  EXPECT_EQ(call(), on("Mismatched A.strides", 0, "to be compact array"));
+  strides[0] = 4;
+  EXPECT_EQ(call(), "");  // compact strides pass
+  b.dl.byte_offset = 4;
+  EXPECT_EQ(call(), on("Mismatched B.byte_offset", 1, "0, got 4"));
+  b.dl.byte_offset = 0;
+  c.dl.device = {kDLCUDA, 0};
+  EXPECT_EQ(call(), on("Mismatched C.device_type", 2, "cpu, got cuda"));
+  // Early checks of a later argument come before the late checks of an earlier one.
+  b.dl.ndim = 0;
+  EXPECT_EQ(call(), on("Mismatched B.ndim", 1, "1, got 0"));
+  b.dl.ndim = 1;
+  c.dl.device = {kDLCPU, 0};
+  b.dl.data = nullptr;
+  EXPECT_EQ(call(), "B data pointer is NULL on argument #1 when calling:\n  " + sig +
+                        ",\n  expected non-NULL data pointer");
+  a.shape[0] = b.shape[0] = 0;  // an empty tensor may have a null data pointer
+  EXPECT_EQ(call(), "");
+  b.dl.data = b.data.data();
+  PJValue none{};
+  std::vector<PJValue> args = {none, b.arg(), c.arg(), n, x};
+  EXPECT_EQ(test::error_of([&] { call_packed(g, args.data(), 5); }),
+            on("Mismatched type", 0, "Tensor, got None"));
+}
+
+// A hand-written T.check_args whose table would make the runtime's check read out of bounds is
+// refused when the host code is generated, with what is wrong.
+TEST(HostGlue, AMalformedArgumentTableIsRefused) {
+  auto module_with = [](const std::string& table) {
+    return parse(R"tir(
+@T.prim_func
+def f(self_handle: T.handle, args: T.handle, num_args: T.int32, result: T.handle) -> T.int32:
+    T.func_attr({"calling_conv": 1, "global_symbol": "f", "target": T.target("llvm")})
+    T.check_args(args, num_args, "f(A: Tensor([4], float32))", "Afloat32", )tir" +
+                 table + R"tir()
+    return 0
+)tir");
+  };
+  // One tensor parameter of ndim 1 whose dimension must be 4: well formed.
+  const std::string good = "1, 1, 0, 1, 1, 7, 1, 2, 32, 1, 3, 1, -1, 0, 0, 2, 4, 0, 0, 0";
+  EXPECT_FALSE(to_llvm_text(codegen_llvm(module_with(good))).empty());
+  EXPECT_ERROR_CONTAINS(codegen_llvm(module_with("2, 1, 0, 1, 1, 7, 1, 2, 32, 1, 3, 1, -1, 0, 0")),
+                        "the table is malformed (tensor parameter 0 has a bad ndim or too few "
+                        "dimensions)");
+  EXPECT_ERROR_CONTAINS(
+      codegen_llvm(module_with("1, 1, 0, 1, 1, 7, 1, 2, 32, 1, 3, 1, -1, 0, 0, 3, 5, 0, 0, 0")),
+      "matches no dimension of a tensor parameter");
+  EXPECT_ERROR_CONTAINS(
+      codegen_llvm(module_with("1, 1, 0, 99, 1, 7, 1, 2, 32, 1, 3, 1, -1, 0, 0, 2, 4, 0, 0, 0")),
+      "a text of tensor parameter 0 is out of range");
 }
 
 }  // namespace
