@@ -181,13 +181,20 @@ struct JitOptions {
   /// while the variant its key selects compiles on a background task; calls with that key
   /// switch to it once it is ready (KernelStats::tiered_calls, switch_overs). A background
   /// compile that fails is logged as a warning, and calls with its key keep running the
-  /// generic variant (they do not compile it again). Both variants compute the same bits for
+  /// generic variant (they do not compile it again); a lookup that waits for the variant
+  /// instead (Kernel::prewarm, compiled, compile_async, or the calls of a kernel without a
+  /// generic variant) compiles it again in its own thread and gets that compile's variant or
+  /// error. At most 64 background compiles per Jit are queued or running: a call with a new key
+  /// beyond that runs the generic variant without queueing, and a later call with its key
+  /// queues it. Both variants compute the same bits for
   /// arithmetic: specializing never changes floating-point semantics (docs/semantics.md); math
   /// functions (T.exp, ...) agree within their ulp bound, since a vectorized lane and a scalar
   /// iteration may call different implementations and specializing changes which loops
   /// vectorize. Kernels of policy kDynamic, and kernels after the recompile limit's fallback,
-  /// are not tiered. The Jit's destructor waits for its background compiles. Off by default:
-  /// the first call with a new shape then compiles its own variant and waits for it.
+  /// are not tiered. The Jit's destructor cancels its background compiles that have not
+  /// started and waits for the running ones; its kernels (which keep what they use alive, see
+  /// ~Jit) then compile each new key's variant in the calling thread. Off by default: the
+  /// first call with a new shape then compiles its own variant and waits for it.
   bool tiered = false;
 };
 
@@ -439,6 +446,9 @@ PreparedCall Kernel::prepare_with_options(Tuple& all, std::index_sequence<I...>)
 class Jit {
  public:
   explicit Jit(JitOptions options = {});
+  /// Kernels made by the Jit may outlive it: they keep its state (engine, caches) alive and
+  /// go on working. Its background compiles (JitOptions::tiered) are cancelled or finished
+  /// before this returns.
   ~Jit();
   Jit(const Jit&) = delete;
   Jit& operator=(const Jit&) = delete;

@@ -19,17 +19,19 @@ namespace primjit::jit {
 struct BackgroundQueue {
   struct Job {
     std::shared_ptr<BackgroundCompiles> owner;
-    std::function<void()> work;
+    BackgroundCompiles::Job work;
   };
 
   std::mutex mutex;
+  std::condition_variable released;  // `held` cleared, or jobs taken away by close()
   std::deque<Job> jobs;
-  int threads = 0;  // running the queue
+  int threads = 0;    // running the queue
+  bool held = false;  // hold_for_testing
   // At most this many compiles at once, leaving a core to the calls (the compiles of 20 new
   // shapes on 20 threads of a 2-core machine slowed the calls that run meanwhile 2.6x).
   const int max_threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1);
 
-  // Never destroyed: a background thread may still run while the process exits.
+  // Never destroyed: a background thread may still be on its way out while the process exits.
   static BackgroundQueue& get() {
     static BackgroundQueue* queue = new BackgroundQueue;
     return *queue;
@@ -40,7 +42,8 @@ struct BackgroundQueue {
     for (;;) {
       Job job;
       {
-        std::lock_guard<std::mutex> lock(mutex);
+        std::unique_lock<std::mutex> lock(mutex);
+        released.wait(lock, [&] { return !held || jobs.empty(); });
         if (jobs.empty()) {
           --threads;
           return;
@@ -48,34 +51,50 @@ struct BackgroundQueue {
         job = std::move(jobs.front());
         jobs.pop_front();
       }
-      run(job);
+      run(job, /*cancelled=*/false);
     }
   }
 
-  static void run(Job& job) {
+  static void run(Job& job, bool cancelled) {
     try {
-      job.work();
+      job.work(cancelled);
     } catch (const std::exception& e) {
       PRIMJIT_LOG_WARNING << "a background compile failed: " << e.what();
     } catch (...) {
       PRIMJIT_LOG_WARNING << "a background compile failed";
     }
-    // Its captures go first (a kernel, perhaps the last reference to its Jit), then the owner
-    // learns that it has finished.
+    // Its captures go first (a kernel, perhaps the last reference to its Jit's state), then
+    // the owner learns that it has finished.
     job.work = nullptr;
     job.owner->finished();
   }
 };
 
-void BackgroundCompiles::run(std::function<void()> job) {
+BackgroundCompiles::Admission BackgroundCompiles::reserve() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (closed_) return Admission::kClosed;
+  if (pending_ >= kMaxPending) return Admission::kFull;
+  ++pending_;
+  return Admission::kAdmitted;
+}
+
+void BackgroundCompiles::unreserve() { finished(); }
+
+void BackgroundCompiles::run(Job job) {
+  BackgroundQueue::Job queued{shared_from_this(), std::move(job)};
+  bool closed;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    ++pending_;
+    closed = closed_;
+  }
+  if (closed) {  // reserved before close() began: close() waits for it, cancelled here
+    BackgroundQueue::run(queued, /*cancelled=*/true);
+    return;
   }
   BackgroundQueue& queue = BackgroundQueue::get();
   {
     std::lock_guard<std::mutex> lock(queue.mutex);
-    queue.jobs.push_back({shared_from_this(), std::move(job)});
+    queue.jobs.push_back(std::move(queued));
     if (queue.threads >= queue.max_threads) return;  // a running thread will take it
     ++queue.threads;
   }
@@ -86,7 +105,25 @@ void BackgroundCompiles::run(std::function<void()> job) {
   }
 }
 
-void BackgroundCompiles::wait() {
+void BackgroundCompiles::close() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+  }
+  // Jobs that have not started are cancelled; the running ones are waited for (a compile
+  // cannot be interrupted).
+  std::vector<BackgroundQueue::Job> cancelled;
+  BackgroundQueue& queue = BackgroundQueue::get();
+  {
+    std::lock_guard<std::mutex> lock(queue.mutex);
+    std::deque<BackgroundQueue::Job> others;
+    for (BackgroundQueue::Job& job : queue.jobs) {
+      (job.owner.get() == this ? cancelled.emplace_back() : others.emplace_back()) = std::move(job);
+    }
+    queue.jobs = std::move(others);
+    queue.released.notify_all();  // threads held with nothing left to run may leave
+  }
+  for (BackgroundQueue::Job& job : cancelled) BackgroundQueue::run(job, /*cancelled=*/true);
   std::unique_lock<std::mutex> lock(mutex_);
   idle_.wait(lock, [&] { return pending_ == 0; });
 }
@@ -94,6 +131,13 @@ void BackgroundCompiles::wait() {
 int BackgroundCompiles::pending() {
   std::lock_guard<std::mutex> lock(mutex_);
   return pending_;
+}
+
+void BackgroundCompiles::hold_for_testing(bool held) {
+  BackgroundQueue& queue = BackgroundQueue::get();
+  std::lock_guard<std::mutex> lock(queue.mutex);
+  queue.held = held;
+  queue.released.notify_all();
 }
 
 void BackgroundCompiles::finished() {

@@ -284,12 +284,13 @@ void KeyHistory::mark(uint64_t index, const char* suffix) {
   if (index >= reasons_dropped_) reasons_[index - reasons_dropped_] += suffix;
 }
 
-void KeyHistory::forget_failed(const std::vector<int64_t>& key, uint64_t hash, uint64_t index) {
+void KeyHistory::forget_failed(const std::vector<int64_t>& key, uint64_t hash, uint64_t index,
+                               const char* suffix) {
   // Other keys may have been added since (compiles run in parallel): remove this one.
   auto it = std::find(recent_keys_.rbegin(), recent_keys_.rend(), key);
   if (it != recent_keys_.rend()) recent_keys_.erase(std::next(it).base());
   distinct_keys_.erase(hash);
-  mark(index, " (failed)");
+  mark(index, suffix);
 }
 
 std::string KeyHistory::culprit(std::span<const ParamInfo> params) const {

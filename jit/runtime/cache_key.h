@@ -187,8 +187,10 @@ class KeyHistory {
   uint64_t record_generic(std::string reason);
   /// Appends `suffix` to the reason of compile `index`, unless it has been dropped already.
   void mark(uint64_t index, const char* suffix);
-  /// A failed compile: its key no longer counts toward the limit; its reason stays, marked.
-  void forget_failed(const std::vector<int64_t>& key, uint64_t hash, uint64_t index);
+  /// A failed (or cancelled) compile: its key no longer counts toward the limit; its reason
+  /// stays, marked with `suffix`.
+  void forget_failed(const std::vector<int64_t>& key, uint64_t hash, uint64_t index,
+                     const char* suffix = " (failed)");
 
   bool knows(uint64_t hash) const { return distinct_keys_.count(hash) > 0; }
   size_t distinct_keys() const { return distinct_keys_.size(); }

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "ir/hash_mix.h"
 #include "jit/cuda/driver.h"
@@ -65,9 +66,11 @@ Jit::Jit(JitOptions options) {
   PRIMJIT_USER_CHECK(options.cache_capacity > 0) << "JitOptions::cache_capacity must be positive";
   state_ = std::make_shared<State>(std::move(options));
 }
-// Background compiles (JitOptions::tiered) finish first: they use the Jit's engine and caches.
+// Background compiles (JitOptions::tiered) that have not started are cancelled, the running ones
+// finish first: they use the Jit's engine and caches. Kernels that outlive the Jit keep its state
+// and compile in the calling thread from now on (nothing runs in the background unwatched).
 Jit::~Jit() {
-  if (state_ != nullptr) state_->background->wait();
+  if (state_ != nullptr) state_->background->close();
 }
 
 Target Jit::default_target() {
@@ -248,20 +251,28 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
 }
 
 // A failed compile counts as a miss but is not cached: the next call with the key compiles
-// again. Its reason stays, marked; its key no longer counts toward the recompile limit.
-// `keep_entry` (a background compile of a tiered kernel) leaves the failed entry in the map
-// instead: calls with its key then run the generic variant and do not compile it again.
+// again. Its reason stays, marked with `suffix`; its key no longer counts toward the recompile
+// limit. `keep_entry` (a background compile of a tiered kernel) leaves the failed entry in the
+// cache instead, evicted like a variant (so that failures of ever new keys do not fill the
+// map): tiered calls with its key then run the generic variant and do not compile it again;
+// a lookup that waits for its variant drops it and compiles (see wait_for_variant).
 void forget_failed_compile(Jit::State& jit, Kernel::State& k, uint64_t hash,
                            const std::shared_ptr<Entry>& entry, const std::vector<int64_t>& key,
-                           uint64_t reason_index, bool keep_entry) {
+                           uint64_t reason_index, bool keep_entry,
+                           const char* suffix = " (failed)") {
   ++k.misses;
   ++k.failed;
-  if (!keep_entry) {
-    jit::VariantCache::Map::accessor acc;
-    if (jit.cache.map.find(acc, hash) && acc->second == entry) jit.cache.map.erase(acc);
+  if (keep_entry) {
+    {
+      std::lock_guard<std::mutex> lock(jit.cache.lru_mutex);
+      jit.cache.lru[hash] = entry;
+    }
+    jit.cache.evict_if_needed(jit.options.cache_capacity, hash);
+  } else {
+    jit.cache.forget(hash, entry);
   }
   std::lock_guard<std::mutex> lock(k.mutex);
-  k.history.forget_failed(key, hash, reason_index);
+  k.history.forget_failed(key, hash, reason_index, suffix);
 }
 
 // Compiling or loading code while the call's stream captures a CUDA graph would break the
@@ -287,6 +298,7 @@ struct Lookup {
   bool tiered = false;         // JitOptions::tiered: a variant not ready yet is not waited for
   bool check_capture = false;  // a CUDA call: refuse to compile while its stream captures
   bool generic = false;        // the generic variant of a tiered call (its reason says so)
+  bool retried = false;        // compiles in the call after a background failure was dropped
 };
 
 std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& state,
@@ -298,6 +310,28 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
 std::shared_ptr<Variant> finished_variant(const Entry& entry) {
   if (entry.future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
   return entry.future.get().variant;
+}
+
+// The variant of `entry` (key hash `hash`), waiting for its compile; throws the compile's error.
+// A lookup that waits is not answered by a background compile's failure, which may be old and
+// transient, nor by its cancellation: the entry is dropped and null returned, and the caller
+// compiles the variant itself (once: lookup.retried), so that it gets the variant or the error
+// of a compile of its own.
+std::shared_ptr<Variant> wait_for_variant(Jit::State& jit, uint64_t hash,
+                                          const std::shared_ptr<Entry>& entry,
+                                          const Lookup& lookup) {
+  if (entry->background && !lookup.retried && entry->future.get().variant == nullptr) {
+    jit.cache.forget(hash, entry);
+    return nullptr;
+  }
+  return jit::variant_of(*entry);
+}
+
+// The lookup that compiles in the calling thread after wait_for_variant dropped an entry.
+Lookup retry_in_call(Lookup lookup) {
+  lookup.tiered = false;
+  lookup.retried = true;
+  return lookup;
 }
 
 // JitOptions::tiered: the generic variant (the kDynamic one for the call's dtypes, ranks and
@@ -368,15 +402,25 @@ std::shared_ptr<Variant> make_entry_variant(const std::shared_ptr<Kernel::State>
   return v;
 }
 
-// JitOptions::tiered: makes the variant of `entry` on a background task; calls with its key
-// run the generic variant until it is ready. A failure is logged and stays in the entry.
-void make_in_background(const std::shared_ptr<Kernel::State>& state, std::span<const Arg> args,
-                        const jit::Specialization& s, const std::shared_ptr<Entry>& entry,
-                        std::promise<Outcome> promise, const std::string& reason,
-                        uint64_t reason_index) {
+// JitOptions::tiered: makes the variant of `entry` on a background task, in `place`; calls
+// with its key run the generic variant until it is ready. A failure is logged and stays in the
+// entry. A compile cancelled (its Jit destroyed before it started) takes its entry away: a later
+// call with its key compiles it.
+void make_in_background(jit::BackgroundPlace& place, const std::shared_ptr<Kernel::State>& state,
+                        std::span<const Arg> args, const jit::Specialization& s,
+                        const std::shared_ptr<Entry>& entry, std::promise<Outcome> promise,
+                        const std::string& reason, uint64_t reason_index) {
   auto owned = std::make_shared<const jit::OwnedArgs>(args);
   auto shared_promise = std::make_shared<std::promise<Outcome>>(std::move(promise));
-  state->jit->background->run([state, owned, s, entry, shared_promise, reason, reason_index] {
+  place.run([state, owned, s, entry, shared_promise, reason, reason_index](bool cancelled) {
+    if (cancelled) {
+      shared_promise->set_value(Outcome{
+          nullptr, "kernel '" + state->name + "': the compile of the variant for " + reason +
+                       " was cancelled because its Jit was destroyed; call again to compile it"});
+      forget_failed_compile(*state->jit, *state, s.hash, entry, s.key, reason_index,
+                            /*keep_entry=*/false, " (cancelled)");
+      return;
+    }
     try {
       make_entry_variant(state, owned->args(), s, entry, *shared_promise, reason, reason_index,
                          /*keep_failed=*/true);
@@ -421,7 +465,8 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
       if (lookup.tiered && v == nullptr) {
         if (std::shared_ptr<Variant> g = try_generic_variant(state, args, generic_key)) return g;
       }
-      if (v == nullptr) v = jit::variant_of(*entry);  // may wait for another thread's compile
+      if (v == nullptr) v = wait_for_variant(jit, hash, entry, lookup);
+      if (v == nullptr) return find_variant(state, args, key, dynamic, retry_in_call(lookup));
       if (lookup.count_hit) {
         ++k.hits;
         k.recent.store(v, state);
@@ -430,11 +475,23 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
     }
   }
 
-  // 3. A miss: decide what to compile (kAuto may make dimensions symbolic, the limit may apply).
+  // 3. A miss. Tiered: a place for the background compile first. With none free (a backlog of
+  // kMaxPending compiles), the call runs the generic variant and makes nothing: a later call
+  // with its key compiles it. Once the Jit is destroyed, its kernels compile in the call.
+  jit::BackgroundPlace place;
+  jit::BackgroundCompiles::Admission admission;
+  if (lookup.tiered && !place.take(*jit.background, &admission)) {
+    if (admission == jit::BackgroundCompiles::Admission::kFull) {
+      if (std::shared_ptr<Variant> g = try_generic_variant(state, args, generic_key)) return g;
+    }
+    lookup.tiered = false;
+  }
+  // Decide what to compile (kAuto may make dimensions symbolic, the limit may apply).
   if ((lookup.count_hit || lookup.check_capture) && k.cuda) check_not_capturing(k);
   jit::Specialization s = jit::specialize_call(k, args, key, dynamic);
   hash = s.hash;
   lookup.tiered = lookup.tiered && !s.dynamic && !generic_key.equals(s.key);
+  if (!lookup.tiered) place.reset();
 
   // 4. Single flight: the thread that inserts the entry compiles, the others wait for it.
   std::shared_ptr<Entry> entry;
@@ -447,10 +504,12 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
       acc->second->fingerprint = k.fingerprint;
       acc->second->key = s.key;
       acc->second->future = promise.get_future().share();
+      acc->second->background = lookup.tiered;
       owner = true;
     } else if (acc->second->fingerprint != k.fingerprint || !(acc->second->key == s.key)) {
       // A 64-bit hash collision with another kernel or key: compile without caching.
       acc.release();
+      place.reset();
       Source source = Source::kCompiled;
       std::shared_ptr<Variant> v = jit::compile_variant(k, args, s.key, s.dynamic, s.symbolic,
                                                         "key hash collision, not cached", &source);
@@ -476,20 +535,25 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
     PRIMJIT_LOG_DEBUG << "kernel '" << k.name << "': making a variant (" << reason << ")"
                       << (lookup.tiered ? " in the background" : "");
     if (lookup.tiered) {
-      make_in_background(state, args, s, entry, std::move(promise), reason, reason_index);
+      make_in_background(place, state, args, s, entry, std::move(promise), reason, reason_index);
       if (std::shared_ptr<Variant> g = try_generic_variant(state, args, generic_key)) return g;
     } else {
       make_entry_variant(state, args, s, entry, promise, reason, reason_index,
                          /*keep_failed=*/false);
     }
-  } else if (lookup.tiered && finished_variant(*entry) == nullptr) {
-    if (std::shared_ptr<Variant> g = try_generic_variant(state, args, generic_key)) return g;
-    if (lookup.count_hit) ++k.hits;
-  } else if (lookup.count_hit) {
-    ++k.hits;
+  } else {
+    place.reset();
+    if (lookup.tiered && finished_variant(*entry) == nullptr) {
+      if (std::shared_ptr<Variant> g = try_generic_variant(state, args, generic_key)) return g;
+    }
   }
-  std::shared_ptr<Variant> v = jit::variant_of(*entry);
-  if (lookup.count_hit) k.recent.store(v, state);  // prewarm leaves the hot variants in place
+  // (Tiered calls come here when the kernel has no generic variant: they wait, as untiered.)
+  std::shared_ptr<Variant> v = wait_for_variant(jit, hash, entry, lookup);
+  if (v == nullptr) return find_variant(state, args, key, dynamic, retry_in_call(lookup));
+  if (lookup.count_hit) {
+    if (!owner) ++k.hits;
+    k.recent.store(v, state);  // prewarm leaves the hot variants in place
+  }
   return v;
 }
 

@@ -39,7 +39,8 @@ struct Jit::State {
   uint64_t host_code_bytes = 0, device_code_bytes = 0;
   std::set<Kernel::State*> live_kernels;
   jit::VariantCache cache;
-  // JitOptions::tiered: the compiles running in the background (~Jit waits for them).
+  // JitOptions::tiered: the compiles queued or running in the background (~Jit cancels or
+  // waits for them).
   std::shared_ptr<jit::BackgroundCompiles> background = std::make_shared<jit::BackgroundCompiles>();
 
   explicit State(JitOptions o);

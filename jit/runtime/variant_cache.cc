@@ -107,4 +107,14 @@ void VariantCache::evict_if_needed(size_t capacity, uint64_t keep_hash) {
   }
 }
 
+void VariantCache::forget(uint64_t hash, const std::shared_ptr<Entry>& entry) {
+  {
+    Map::accessor acc;
+    if (map.find(acc, hash) && acc->second == entry) map.erase(acc);
+  }
+  std::lock_guard<std::mutex> lock(lru_mutex);
+  auto it = lru.find(hash);
+  if (it != lru.end() && it->second.lock() == entry) lru.erase(it);
+}
+
 }  // namespace primjit::jit

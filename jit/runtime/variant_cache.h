@@ -62,6 +62,8 @@ struct Entry {
   std::vector<int64_t> key;
   std::shared_future<Outcome> future;
   std::atomic<uint64_t> last_use{0};
+  // Made by a background compile (JitOptions::tiered); set before the entry is in the map.
+  bool background = false;
 };
 
 /// The variant of a finished compile, or the compile's error, thrown in this thread.
@@ -304,6 +306,9 @@ struct VariantCache {
   /// Evicts the least recently used finished entries, except `keep_hash`, until at most
   /// `capacity` remain; kernels holding an evicted variant among their recent ones drop it.
   void evict_if_needed(size_t capacity, uint64_t keep_hash);
+  /// Removes `entry` (key hash `hash`) from the map and the LRU, unless another entry has
+  /// replaced it there.
+  void forget(uint64_t hash, const std::shared_ptr<Entry>& entry);
 };
 
 }  // namespace primjit::jit

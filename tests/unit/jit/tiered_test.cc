@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "jit/runtime/background_compile.h"
+#include "primjit/error.h"
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
 #include "primjit/tensor.h"
@@ -66,6 +68,43 @@ JitOptions tiered_options() {
   return JitOptions{.disk_cache = DiskCacheMode::kDisabled, .tiered = true};
 }
 
+// While it lives, background compiles do not start: they stay queued (and ~Jit cancels them).
+struct HoldBackgroundCompiles {
+  HoldBackgroundCompiles() { jit::BackgroundCompiles::hold_for_testing(true); }
+  ~HoldBackgroundCompiles() { jit::BackgroundCompiles::hold_for_testing(false); }
+};
+
+// The signature of a vector_add call of length n.
+Signature vector_signature(int64_t n) {
+  ArgSpec spec{.is_tensor = true, .dtype = DataType::Float(32), .shape = {n}};
+  return {spec, spec, spec};
+}
+
+// Calls `k` with `v` while every compile fails (an unknown dump option): the call runs the
+// generic variant, and the variant of its shape fails to compile in the background. Returns
+// once that compile has failed (the kernel's misses reach `misses`).
+void fail_in_background(const Kernel& k, Vectors& v, uint64_t misses) {
+  setenv("PRIMJIT_DUMP", "no_such_dump_option", 1);
+  v.clear();
+  k(v.a, v.b, v.c);
+  EXPECT_TRUE(v.added());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (k.stats().misses < misses && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  unsetenv("PRIMJIT_DUMP");
+  ASSERT_EQ(k.stats().misses, misses);
+}
+
+int count_ending_with(const std::vector<std::string>& lines, const std::string& suffix) {
+  int n = 0;
+  for (const std::string& line : lines) {
+    n += line.size() >= suffix.size() &&
+         line.compare(line.size() - suffix.size(), suffix.size(), suffix) == 0;
+  }
+  return n;
+}
+
 TEST(Tiered, ANewShapeRunsTheGenericVariantUntilItsOwnIsReady) {
   Jit jit(tiered_options());
   Kernel k = vector_add(jit);
@@ -103,30 +142,27 @@ TEST(Tiered, ANewShapeRunsTheGenericVariantUntilItsOwnIsReady) {
   EXPECT_NE(to_json(js).find(R"("tiered":2},"switch_overs":2,)"), std::string::npos) << to_json(js);
 }
 
-// Several threads call with shapes that are new while the background compiles run and finish;
-// every result is checked, and in the end every shape runs its own variant.
+// Several threads call with shapes that are new while the background compiles run and finish:
+// 8 threads, 1000 calls each over 20 new shapes, every result checked; some calls run the
+// generic variant, some a specialized one, some race with the switch. In the end every shape
+// runs its own variant.
 TEST(Tiered, SwitchOverUnderConcurrentCallers) {
   Jit jit(tiered_options());
   Kernel k = vector_add(jit);
-  const std::vector<int64_t> sizes = {1, 15, 16, 17, 64, 100, 257, 1000};
-  constexpr int kThreads = 6;
+  const std::vector<int64_t> sizes = {1,  2,  3,  7,   15,  16,  17,  31,  32,  33,
+                                      63, 64, 65, 100, 127, 128, 129, 257, 500, 1000};
+  constexpr int kThreads = 8, kCalls = 1000;
   std::atomic<int> wrong{0}, done{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       std::vector<Vectors> mine;
-      for (int64_t n : sizes) mine.emplace_back(n + 0);
-      // Calls until every shape has switched, then a round more: some run the generic variant,
-      // some a specialized one, some race with the switch.
-      for (int round = 0;; ++round) {
-        bool switched = k.stats().switch_overs >= sizes.size();
-        for (size_t i = 0; i < mine.size(); ++i) {
-          Vectors& v = mine[(i + static_cast<size_t>(t)) % mine.size()];
-          v.clear();
-          k(v.a, v.b, v.c);
-          if (!v.added()) ++wrong;
-        }
-        if (switched || round > 200000) break;
+      for (int64_t n : sizes) mine.emplace_back(n);
+      for (int call = 0; call < kCalls; ++call) {
+        Vectors& v = mine[static_cast<size_t>(call + t) % mine.size()];
+        v.clear();
+        k(v.a, v.b, v.c);
+        if (!v.added()) ++wrong;
       }
       ++done;
     });
@@ -134,10 +170,12 @@ TEST(Tiered, SwitchOverUnderConcurrentCallers) {
   for (std::thread& th : threads) th.join();
   EXPECT_EQ(done.load(), kThreads);
   EXPECT_EQ(wrong.load(), 0);
+  wait_for_switch_overs(k, sizes.size());
   KernelStats st = k.stats();
+  EXPECT_EQ(st.calls, uint64_t{kThreads} * kCalls);
   EXPECT_EQ(st.switch_overs, sizes.size());
   EXPECT_EQ(st.misses, sizes.size() + 1);  // each shape once, and the generic variant
-  EXPECT_GE(st.tiered_calls, 1u);
+  EXPECT_GE(st.tiered_calls, sizes.size());
   // After the switch, calls run the specialized variants only.
   uint64_t tiered = st.tiered_calls;
   for (int64_t n : sizes) {
@@ -351,8 +389,9 @@ TEST(Tiered, DynamicKernelsAreNotTiered) {
   EXPECT_EQ(st.switch_overs, 0u);
 }
 
-// Destroying the Jit waits for its background compiles; the kernel's variants stay usable.
-TEST(Tiered, TheJitWaitsForItsBackgroundCompiles) {
+// Destroying the Jit settles its background compiles: each has finished, or was cancelled
+// before it started. The kernel outlives the Jit and its calls go on, right.
+TEST(Tiered, TheJitSettlesItsBackgroundCompiles) {
   Vectors v(48);
   Kernel k;  // outlives the Jit
   {
@@ -361,11 +400,208 @@ TEST(Tiered, TheJitWaitsForItsBackgroundCompiles) {
     k(v.a, v.b, v.c);
     EXPECT_TRUE(v.added());
   }
-  EXPECT_EQ(k.stats().switch_overs, 1u);  // finished before ~Jit returned
+  KernelStats st = k.stats();
+  EXPECT_EQ(st.switch_overs + count_ending_with(st.reasons, " (cancelled)"), 1u)
+      << ::testing::PrintToString(st.reasons);
   v.clear();
-  k(v.a, v.b, v.c);
+  k(v.a, v.b, v.c);  // its variant, or one compiled in this call
   EXPECT_TRUE(v.added());
   EXPECT_EQ(k.stats().tiered_calls, 1u);
+}
+
+// A background compile that failed is not the answer of a lookup that waits for the variant
+// (Kernel::prewarm here): that lookup drops it and compiles again in its own thread, so that a
+// transient failure heals, and a lasting one shows its own, current error.
+TEST(Tiered, AWaitingLookupCompilesAgainWhatFailedInTheBackground) {
+  Jit jit(tiered_options());
+  Kernel k = vector_add(jit);
+  Vectors v8(8), v32(32), v40(40);
+  k(v8.a, v8.b, v8.c);
+  wait_for_switch_overs(k, 1);
+  fail_in_background(k, v32, 3);
+  // The failure stays for tiered calls: they run the generic variant.
+  uint64_t tiered = k.stats().tiered_calls;
+  v32.clear();
+  k(v32.a, v32.b, v32.c);
+  EXPECT_TRUE(v32.added());
+  EXPECT_EQ(k.stats().tiered_calls, tiered + 1);
+  // The prewarm compiles it now, and it compiles: the failure was transient.
+  k.prewarm({vector_signature(32)});
+  KernelStats st = k.stats();
+  EXPECT_EQ(st.misses, 4u);  // the generic variant, n = 8, n = 32 failed, n = 32
+  EXPECT_EQ(st.variants, 3u);
+  // Calls with its key run it.
+  v32.clear();
+  k(v32.a, v32.b, v32.c);
+  EXPECT_TRUE(v32.added());
+  EXPECT_EQ(k.stats().tiered_calls, tiered + 1);
+  // A lasting failure: the prewarm compiles again (a miss) and throws that compile's error.
+  fail_in_background(k, v40, 5);
+  setenv("PRIMJIT_DUMP", "no_such_dump_option", 1);
+  try {
+    k.prewarm({vector_signature(40)});
+    ADD_FAILURE() << "the prewarm of a variant that does not compile returned";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no_such_dump_option"), std::string::npos) << e.what();
+  }
+  unsetenv("PRIMJIT_DUMP");
+  EXPECT_EQ(k.stats().misses, 6u);
+  EXPECT_EQ(k.stats().variants, 3u);
+  // It was not cached either: the next prewarm compiles it.
+  k.prewarm({vector_signature(40)});
+  EXPECT_EQ(k.stats().misses, 7u);
+  EXPECT_EQ(k.stats().variants, 4u);
+  v40.clear();
+  k(v40.a, v40.b, v40.c);
+  EXPECT_TRUE(v40.added());
+}
+
+// Failed background compiles stay in the Jit's cache as entries that the cache's capacity
+// counts and evicts like variants (shapes that keep failing do not fill memory): once evicted,
+// a tiered call with its key compiles it again.
+TEST(Tiered, TheCacheCapacityBoundsFailedBackgroundCompiles) {
+  JitOptions options = tiered_options();
+  options.cache_capacity = 2;
+  Jit jit(options);
+  Kernel k = vector_add(jit);
+  Vectors v8(8), v32(32), v40(40), v48(48);
+  k(v8.a, v8.b, v8.c);
+  wait_for_switch_overs(k, 1);
+  fail_in_background(k, v32, 3);
+  fail_in_background(k, v40, 4);
+  fail_in_background(k, v48, 5);  // evicts n = 32's failure (the generic variant is in use)
+  size_t reasons = k.stats().reasons.size();
+  v32.clear();
+  k(v32.a, v32.b, v32.c);
+  EXPECT_TRUE(v32.added());
+  EXPECT_EQ(k.stats().reasons.size(), reasons + 1) << "n = 32 was not compiled again";
+  wait_for_switch_overs(k, 2);
+  v32.clear();
+  k(v32.a, v32.b, v32.c);
+  EXPECT_TRUE(v32.added());
+}
+
+// A stream of new shapes queues at most kMaxPending background compiles per Jit: beyond
+// that, calls run the generic variant and queue nothing. Destroying the Jit cancels the
+// compiles that have not started (held here, none has) without waiting for them; the kernel
+// outlives it and compiles in the calling thread from then on.
+TEST(Tiered, TheBacklogIsBoundedAndCancelledWithTheJit) {
+  constexpr int kMax = jit::BackgroundCompiles::kMaxPending;
+  constexpr int kShapes = kMax + 36;
+  Kernel k;
+  {
+    HoldBackgroundCompiles hold;
+    Jit jit(tiered_options());
+    k = vector_add(jit, {.recompile_limit = 1000});
+    for (int64_t n = 1; n <= kShapes; ++n) {
+      Vectors v(n);
+      k(v.a, v.b, v.c);
+      ASSERT_TRUE(v.added()) << n;
+    }
+    KernelStats st = k.stats();
+    EXPECT_EQ(st.tiered_calls, uint64_t{kShapes});
+    EXPECT_EQ(st.misses, 1u);  // the generic variant; the others are queued
+    EXPECT_EQ(st.reasons.size(), size_t{kMax} + 1) << "compiles queued beyond the bound";
+    // A shape refused is refused again while the backlog is full.
+    Vectors v(kShapes);
+    k(v.a, v.b, v.c);
+    EXPECT_TRUE(v.added());
+    EXPECT_EQ(k.stats().reasons.size(), size_t{kMax} + 1);
+  }  // held: would never return if it waited for the queued compiles
+  KernelStats st = k.stats();
+  EXPECT_EQ(count_ending_with(st.reasons, " (cancelled)"), kMax);
+  EXPECT_EQ(st.misses, uint64_t{kMax} + 1);
+  EXPECT_EQ(st.variants, 1u);
+  EXPECT_EQ(st.switch_overs, 0u);
+  // The Jit is gone: new shapes, and those whose compiles were cancelled, compile in the call.
+  const uint64_t tiered = st.tiered_calls;
+  for (int64_t n : {int64_t{2}, int64_t{kShapes + 1}}) {
+    Vectors v(n);
+    k(v.a, v.b, v.c);
+    EXPECT_TRUE(v.added()) << n;
+  }
+  st = k.stats();
+  EXPECT_EQ(st.tiered_calls, tiered);
+  EXPECT_EQ(st.misses, uint64_t{kMax} + 3);
+  EXPECT_EQ(st.variants, 3u);
+}
+
+// A kernel without a generic variant waits for the variant its first call queued. When that
+// compile is cancelled (the Jit destroyed meanwhile, while the kernel is being called), the
+// call compiles the variant itself.
+TEST(Tiered, ACallWaitingForACancelledCompileCompilesItself) {
+  HoldBackgroundCompiles hold;
+  auto jit = std::make_unique<Jit>(tiered_options());
+  Kernel k = jit->kernel(parse(R"(
+@T.prim_func
+def twice(a: T.handle, b: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    tmp = T.alloc_buffer((n,), "float32")
+    for i in range(n):
+        tmp[i] = A[i] * T.float32(2)
+    for i in range(n):
+        B[i] = tmp[i] + T.float32(1)
+)")
+                             ->lookup("twice"));
+  Vectors v(8);
+  std::string error;
+  std::thread call([&] {
+    try {
+      k(v.a, v.b);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  // Its variant is queued (held) and its generic variant has failed: the call waits.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (count_ending_with(k.stats().reasons, " (failed)") < 1 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  jit.reset();  // cancels the queued compile
+  call.join();
+  EXPECT_EQ(error, "");
+  for (int64_t i = 0; i < 8; ++i) {
+    ASSERT_EQ(v.b.data<float>()[i], v.a.data<float>()[i] * 2 + 1) << i;
+  }
+  KernelStats st = k.stats();
+  EXPECT_EQ(st.reasons,
+            (std::vector<std::string>{"first call (cancelled)", "generic variant (tiered) (failed)",
+                                      "first call"}))
+      << ::testing::PrintToString(st.reasons);
+  EXPECT_EQ(st.variants, 1u);
+}
+
+// The Jit destroyed while threads call its kernel with new shapes: every call is right, every
+// background compile is settled when ~Jit returns, and the kernel goes on.
+TEST(Tiered, TheJitCanGoWhileItsKernelIsCalled) {
+  auto jit = std::make_unique<Jit>(tiered_options());
+  Kernel k = vector_add(*jit, {.recompile_limit = 1000});
+  constexpr int kThreads = 4;
+  std::atomic<int> wrong{0}, started{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int call = 0; call < 300; ++call) {
+        Vectors v(1 + (call * kThreads + t) % 40);
+        k(v.a, v.b, v.c);
+        if (!v.added()) ++wrong;
+        if (call == 0) ++started;
+      }
+    });
+  }
+  while (started.load() < kThreads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  jit.reset();
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  for (int64_t n : {7, 41}) {
+    Vectors v(n);
+    k(v.a, v.b, v.c);
+    EXPECT_TRUE(v.added()) << n;
+  }
 }
 
 }  // namespace
