@@ -1,5 +1,7 @@
 #include "jit/llvm/inline_math.h"
 
+#include <span>
+
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
@@ -26,6 +28,13 @@ constexpr double kExpMax = 89.0;
 constexpr double kExpMin = -104.0;
 constexpr double kLog2E = 0x1.71547652b82fep0;
 constexpr double kLn2 = 0x1.62e42fefa39efp-1;
+// tanh(x) rounds to 1 in float32 from x = 9.01 on. Below kTanhSeries, where 1 - 2 / (e^2x + 1)
+// would lose e^2x's 2^-40 to cancellation (2^-37 relative left at 1/16), the odd series
+// x + x^3 (-1/3 + x^2 (2/15 + x^2 (-17/315 + x^2 62/2835))): the next term, 1382 x^11 / 155925,
+// is below 2^-46 relative there.
+constexpr double kTanhMax = 10.0;
+constexpr double kTanhSeries = 1.0 / 16;
+constexpr double kTanhSeriesCoefficients[] = {62.0 / 2835, -17.0 / 315, 2.0 / 15, -1.0 / 3};
 // Added to |t| < 2^51 this rounds t to the nearest integer n and holds n in its low bits.
 constexpr double kShifter = 0x1.8p52;
 
@@ -47,18 +56,11 @@ Value* mul_add(llvm::IRBuilderBase& b, Value* x, Value* y, Value* z) {
   return b.CreateFAdd(b.CreateFMul(x, y), z);
 }
 
-// exp of float32 lanes, computed in float64 and rounded once (see the header).
-Value* exp_f32(llvm::IRBuilderBase& b, Value* x) {
-  llvm::Type* type = x->getType();
-  llvm::Type* wide = type->getWithNewType(b.getDoubleTy());
-  llvm::Type* bits = type->getWithNewType(b.getInt64Ty());
+// e^xd for float64 lanes xd in [-208, 89] or NaN (the range reduction and 2^n hold there).
+Value* exp_core(llvm::IRBuilderBase& b, Value* xd) {
+  llvm::Type* wide = xd->getType();
+  llvm::Type* bits = wide->getWithNewType(b.getInt64Ty());
   auto c = [&](double v) { return llvm::ConstantFP::get(wide, v); };
-  // Clamped in float32 (twice the lanes per instruction), by comparisons that are false for
-  // NaN: NaN stays NaN through every step below.
-  auto f = [&](double v) { return llvm::ConstantFP::get(type, v); };
-  x = b.CreateSelect(b.CreateFCmpOGT(x, f(kExpMax)), f(kExpMax), x);
-  x = b.CreateSelect(b.CreateFCmpOLT(x, f(kExpMin)), f(kExpMin), x);
-  Value* xd = b.CreateFPExt(x, wide);
   Value* shifted = mul_add(b, xd, c(kLog2E), c(kShifter));
   Value* n = b.CreateFSub(shifted, c(kShifter));
   Value* r = mul_add(b, n, c(-kLn2), xd);
@@ -68,7 +70,39 @@ Value* exp_f32(llvm::IRBuilderBase& b, Value* x) {
   // 2^n: n + 1023 in the exponent field (the shift keeps the low 12 bits, n's).
   Value* exponent = b.CreateAdd(b.CreateBitCast(shifted, bits), llvm::ConstantInt::get(bits, 1023));
   Value* scale = b.CreateBitCast(b.CreateShl(exponent, llvm::ConstantInt::get(bits, 52)), wide);
-  return b.CreateFPTrunc(b.CreateFMul(p, scale), type);
+  return b.CreateFMul(p, scale);
+}
+
+// exp of float32 lanes, computed in float64 and rounded once (see the header).
+Value* exp_f32(llvm::IRBuilderBase& b, Value* x) {
+  llvm::Type* type = x->getType();
+  // Clamped in float32 (twice the lanes per instruction), by comparisons that are false for
+  // NaN: NaN stays NaN through every step below.
+  auto f = [&](double v) { return llvm::ConstantFP::get(type, v); };
+  x = b.CreateSelect(b.CreateFCmpOGT(x, f(kExpMax)), f(kExpMax), x);
+  x = b.CreateSelect(b.CreateFCmpOLT(x, f(kExpMin)), f(kExpMin), x);
+  Value* xd = b.CreateFPExt(x, type->getWithNewType(b.getDoubleTy()));
+  return b.CreateFPTrunc(exp_core(b, xd), type);
+}
+
+// tanh of float32 lanes, computed in float64 on |x| and rounded once (see the header).
+Value* tanh_f32(llvm::IRBuilderBase& b, Value* x) {
+  llvm::Type* type = x->getType();
+  llvm::Type* wide = type->getWithNewType(b.getDoubleTy());
+  auto c = [&](double v) { return llvm::ConstantFP::get(wide, v); };
+  auto f = [&](double v) { return llvm::ConstantFP::get(type, v); };
+  Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  a = b.CreateSelect(b.CreateFCmpOGT(a, f(kTanhMax)), f(kTanhMax), a);  // NaN stays
+  Value* ad = b.CreateFPExt(a, wide);
+  Value* e = exp_core(b, b.CreateFAdd(ad, ad));
+  Value* large = b.CreateFSub(c(1.0), b.CreateFDiv(c(2.0), b.CreateFAdd(e, c(1.0))));
+  Value* a2 = b.CreateFMul(ad, ad);
+  Value* series = c(kTanhSeriesCoefficients[0]);
+  for (double k : std::span(kTanhSeriesCoefficients).subspan(1))
+    series = mul_add(b, series, a2, c(k));
+  Value* small = mul_add(b, b.CreateFMul(a2, ad), series, ad);
+  Value* t = b.CreateSelect(b.CreateFCmpOLT(ad, c(kTanhSeries)), small, large);
+  return b.CreateIntrinsic(llvm::Intrinsic::copysign, {type}, {b.CreateFPTrunc(t, type), x});
 }
 
 using InlineMath = Value* (*)(llvm::IRBuilderBase&, Value*);
@@ -77,7 +111,7 @@ using InlineMath = Value* (*)(llvm::IRBuilderBase&, Value*);
 const OpMap<InlineMath>& inline_f32() {
   static const OpMap<InlineMath> table = [] {
     OpMap<InlineMath> m("host code generation's inline math");
-    m.set("exp", exp_f32);
+    m.set("exp", exp_f32).set("tanh", tanh_f32);
     return m;
   }();
   return table;

@@ -18,6 +18,14 @@
 //   Cost: about 0.9 ns per element on the AVX2 host (AMD EPYC) against 1.4 ns for libmvec's
 //   float64 variant; libmvec's own float32 variant (0.43 ns) errs by up to 3 ulp.
 //
+// T.tanh on float32: in float64 on |x| (clamped to 10, where tanh is 1 in float32), sign copied
+//   from x: 1 - 2 / (e^2|x| + 1) with e^2|x| as above, below |x| = 1/16 the odd Taylor series to
+//   x^9 instead (the first form loses e^2|x|'s 2^-40 to cancellation there). Error before the
+//   rounding to float32 under 2^-37 relative: on all 1.09 billion floats in [0, 10.5] the
+//   result is exactly rounded but for 264, 1 ulp off. Zeros, subnormal arguments (tanh x = x),
+//   infinities (+-1) and NaN as libm gives them. 2.2 ns per element against 3.6 ns for
+//   libmvec's float64 variant.
+//
 // The interface is free of LLVM headers; callers that build IR include LLVM themselves.
 #pragma once
 
