@@ -9,6 +9,7 @@
 #include <llvm/TargetParser/Host.h>
 #include <llvm/Transforms/Utils/ModuleUtils.h>
 
+#include "jit/llvm/inline_math.h"
 #include "primjit/error.h"
 
 namespace primjit::jit {
@@ -153,6 +154,7 @@ std::vector<int> variant_lanes(llvm::Type* element) {
 }  // namespace
 
 bool has_vector_math(const OpNode& op, int element_bits) {
+  if (has_inline_math(op, element_bits)) return true;
   const double* f64_ulp = vector_math_table().find(&op);
   if (f64_ulp == nullptr || !variant_available(op.libm, op.num_args)) return false;
   if (element_bits == 32) return true;
@@ -166,6 +168,9 @@ llvm::Value* emit_math_call(llvm::IRBuilderBase& b, const OpNode& op, const std:
   llvm::Type* element = type->getScalarType();
   PRIMJIT_ICHECK(element->isFloatTy() || element->isDoubleTy())
       << "vector math: T." << op.name << " on a type other than float32/float64";
+  if (has_inline_math(op, static_cast<int>(element->getPrimitiveSizeInBits()))) {
+    return emit_inline_math(b, op, args[0]);
+  }
   const bool vector = has_vector_math(op, static_cast<int>(element->getPrimitiveSizeInBits()));
   const int arity = static_cast<int>(args.size());
   if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(type)) {

@@ -16,6 +16,9 @@
 // - A scalar call gets the `vector-function-abi-variant` attribute naming internal helpers of
 //   2..16 lanes, so the loop vectorizer can widen it; a vector call calls the helper directly.
 //
+// - exp and tanh on float32 are not library calls: emit_math_call computes them inline
+//   (jit/llvm/inline_math.h), which has_vector_math counts as a vector form.
+//
 // The interface is free of LLVM headers; callers that build IR include LLVM themselves.
 #pragma once
 
