@@ -473,19 +473,27 @@ class Generator {
 
   // `acc[0] = acc[0] op X` in a T.vectorized loop of `extent` iterations (none, some or several
   // groups of LowerVectorReductions' 32 lanes, and a tail), between an initial load and a store
-  // of the result; `element(i, dtype)` is the load X. The elements are loads, so that on the
-  // passes check's inputs (floats in [0, 1)) float sums and products have no cancellation and
-  // another order stays within its tolerance.
+  // of the result; `element(i, dtype)` is the load X. LowerVectorReductions reassociates the
+  // reduction (docs/semantics.md), which the passes check compares within a tolerance: float
+  // sums and products reduce X clamped to [-1, 1] (NaN gives 1), so that no partial result
+  // overflows in any order (|init * x1 * ... | <= |init|, |init + sum| <= |init| + extent), as
+  // a value stored before the loop (1e30, 88.75, ...) would make it; max, min and int
+  // arithmetic do not depend on the order.
   template <typename Element>
   Stmt reduction(int depth, const Expr& extent, Element element) {
     DataType t = chance(50) ? kI32 : kF32;
     Buffer acc = Buffer::make(fresh("acc"), t, {make_const(1)}, "local");
     Var i = Var::make(fresh("i"), kI32);
     Expr old = BufferLoad::make(acc, {make_const(0)});
-    Expr a = old, b = element(i, t);
+    const int op = pick(4);
+    Expr x = element(i, t);
+    if (t.is_float() && op < 2) {
+      x = Max::make(Min::make(x, FloatImm::make(t, 1.0)), FloatImm::make(t, -1.0));
+    }
+    Expr a = old, b = x;
     if (chance(30)) std::swap(a, b);
     Expr value;
-    switch (pick(4)) {
+    switch (op) {
       case 0:
         value = Add::make(a, b);
         break;
