@@ -12,7 +12,8 @@
 //   passes        every pass of the default pipeline (CommonSubexprElim included; FlattenBuffer,
 //                 Simplify and RemoveNoOp must be in it), with VersionLoops, keeps the
 //                 interpreter's result (emu::check_pipeline, on random, all-zero and all-one
-//                 inputs; symbolic shapes at d = 17 and d = 32);
+//                 inputs; symbolic shapes at d = 17 and d = 32), the math sinks left out
+//                 (DropSinkStores says why);
 //   round-trip    the printed text parses back to a structurally equal function.
 // A failure prints the seed, what differs, and a minimized reproducer as text IR, in the form
 // of the corpus (tests/fuzz/corpus/README.md): a failure fixed is a file there, replayed by
@@ -51,6 +52,7 @@
 
 #include "jit/emu/differential.h"
 #include "primjit/error.h"
+#include "primjit/ir/functor.h"
 #include "primjit/ir/structural.h"
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
@@ -375,7 +377,22 @@ std::vector<std::string> checked_pipeline() {
 constexpr const char* kCleanupPasses[] = {"FlattenBuffer", "Simplify", "CommonSubexprElim",
                                           "RemoveNoOp"};
 
-std::string passes_keep_results(const PrimFunc& f) {
+// The passes check leaves out the stores to the math sinks. LowerVectorReductions reassociates
+// float reductions (docs/semantics.md), which the check accepts within float32's tolerance; a
+// value computed from such a result can differ by more in a sink: 1 ulp of float32 cast to
+// float64 is far beyond float64's tolerance (seed 5159 of the symbolic programs), and a math
+// function amplifies its argument's difference (exp by the argument). llvm-vs-emu and shapes
+// compare the sinks on the lowered program, in which both run the same order.
+class DropSinkStores : public StmtExprMutator {
+ public:
+  Stmt mutate(const BufferStore* op) override {
+    if (is_math_sink(op->buffer->name)) return Evaluate::make(make_const(0));
+    return StmtExprMutator::mutate(op);
+  }
+};
+
+std::string passes_keep_results(const PrimFunc& program) {
+  const PrimFunc f = DropSinkStores().mutate_function(program);
   // Symbolic shapes: VersionLoops' general path (d = 17) and fast path (d = 32).
   std::vector<std::map<std::string, int64_t>> dims = {{}};
   if (is_symbolic(f)) dims = {{{"d", 17}, {"e", 3}}, {{"d", 32}, {"e", 2}}};
