@@ -14,9 +14,11 @@
 //             variables, arithmetic, comparisons, logic, casts, Select, Let and 1-D loads, on
 //             int, uint, bool, float32 or float64 (no float16, bfloat16 or float8); a pure
 //             call whose arguments do not depend on the loop stays scalar, `if_then_else`
-//             with branches that load nothing becomes a Select; any other call (math
-//             included, left to LLVM's vectorizer and its vector math), inner loop, branch
-//             or assert leaves the loop unchanged;
+//             with branches that load nothing becomes a Select, a math op whose result has
+//             its first argument's type (T.exp, T.fma, ...) becomes the vector call (each lane
+//             within the op's ulp bound; left to LLVM, such a loop was unrolled into scalar
+//             libm calls before its vectorizer ran); any other call, inner loop, branch or
+//             assert leaves the loop unchanged;
 //           - every store's index is base + k * stride with a constant stride != 0, and every
 //             access (load or store) of a stored buffer is either lane-local (the same base
 //             and stride as each store to it) or provably disjoint from every store to it
@@ -305,6 +307,12 @@ class BodyVectorizer {
     }
     if (failed_ || !vector) return e;  // loop-invariant: computed once, as a scalar
     if (op->is_op("likely")) return args[0];
+    // Math on floats is lane-wise: the vector call computes each lane within the op's bound
+    // (the code generators' vector math, docs/semantics.md), as the scalar call does.
+    if (op->op->is_math() && op->op->type_rule == OpTypeRule::kFirstArg) {
+      for (Expr& a : args) a = broadcast(a);
+      return Call::make(e.dtype().with_lanes(lanes_), op->op, std::move(args));
+    }
     // Select evaluates both branches: only where they cannot fault or read memory.
     if (op->is_op("if_then_else") && !loads_memory(op->args[1]) && !loads_memory(op->args[2])) {
       return Select::make(broadcast(args[0]), broadcast(args[1]), broadcast(args[2]));

@@ -176,7 +176,11 @@ void FunctionCodegen::serial_for(const Var& loop_var, Value* min, Value* extent,
   bind(loop_var.get(), i);
   visit_stmt(body);
   if (b_.GetInsertBlock()->getTerminator() == nullptr) {
-    Value* next = b_.CreateAdd(i, llvm::ConstantInt::get(i->getType(), 1), "", true, true);
+    // i < stop, so i + 1 does not overflow in the loop variable's own signedness; the other
+    // flag would be wrong (a signed loop from -1 to 0 wraps as unsigned values do).
+    const bool is_signed = loop_var.dtype().is_int();
+    Value* next = b_.CreateAdd(i, llvm::ConstantInt::get(i->getType(), 1), "",
+                               /*HasNUW=*/!is_signed, /*HasNSW=*/is_signed);
     i->addIncoming(next, b_.GetInsertBlock());
     llvm::BranchInst* latch = b_.CreateBr(head);
     latch->setMetadata(llvm::LLVMContext::MD_loop, loop_metadata(kind, loop_var));
