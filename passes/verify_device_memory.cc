@@ -14,8 +14,19 @@
 //           - buffers allocated in host code live in host memory (stack allocations of the
 //             host code generator): a load or store of one in device code raises
 //             primjit::Error;
+//           - what LowerDeviceKernelLaunch has the host compute is host code too: every
+//             thread extent, also of launches nested in a region, and the size of a
+//             shared.dyn allocation, with the region's Binds they use substituted;
+//           - a pointer Bound from a tracked pointer (`p = A.data`, `T.address_of(A[4])`) is
+//             tracked as its source, and so are the views declared on it;
+//           - host code may pass a device pointer to a cuda kernel (a module call whose
+//             callee's target is cuda), not to another module function (a CPU helper would
+//             dereference it);
+//           - a region of another device target (an emu region in a cuda function) runs on
+//             the CPU: host code;
 //           - an address computation (an op of kind kPointer, e.g. T.address_of(A[i])) is not
-//             an access; its indices are.
+//             an access; its indices are. An extern function that dereferences a device
+//             pointer it is given cannot be seen here.
 //           On a GPU the first reads a device address on the CPU (a segmentation fault), the
 //           second a host address on the GPU (an illegal-address error that ends the CUDA
 //           context). TVM's VerifyMemory checks the same. Functions without a target, with a
@@ -48,8 +59,8 @@ std::string quote(const std::string& text) {
 
 class DeviceMemoryChecker : public StmtExprVisitor {
  public:
-  DeviceMemoryChecker(std::string function, Target target)
-      : function_(std::move(function)), target_(std::move(target)) {}
+  DeviceMemoryChecker(const IRModule& module, std::string function, Target target)
+      : module_(module), function_(std::move(function)), target_(std::move(target)) {}
 
   void check(const PrimFunc& func) {
     for (const auto& [param, buffer] : func->buffer_map) {
@@ -61,18 +72,46 @@ class DeviceMemoryChecker : public StmtExprVisitor {
 
   void visit(const AttrStmt* op) override {
     const auto* target = op->node.as<TargetNode>();
+    const bool launch = op->key == attr::kThreadExtent;
     const bool enters_device =
-        op->key == attr::kThreadExtent || op->key == attr::kDeviceScope ||
-        (op->key == attr::kTarget && target != nullptr && target->is_device());
+        launch || op->key == attr::kDeviceScope ||
+        (op->key == attr::kTarget && target != nullptr && target->kind == target_->kind);
+    if (on_device_ && launch) {
+      // A nested launch's extent: LowerDeviceKernelLaunch has the host compute it.
+      on_host(substitute(op->value, device_binds_));
+      return visit_stmt(op->body);
+    }
     if (!enters_device || on_device_) return StmtExprVisitor::visit(op);
     visit_expr(op->value);  // a launch extent: the host computes it
     on_device_ = true;
     visit_stmt(op->body);
     on_device_ = false;
+    device_binds_.clear();
+  }
+
+  void visit(const Bind* op) override {
+    StmtExprVisitor::visit(op);
+    if (on_device_) device_binds_[op->var.get()] = op->value;
+    if (!op->value.dtype().is_handle()) return;
+    // A pointer computed from a tracked one points into the same memory.
+    post_order_visit(op->value, [&](const Ref<Object>& node) {
+      const auto* v = node.as<VarNode>();
+      if (v == nullptr) return;
+      if (auto it = device_data_.find(v); it != device_data_.end()) {
+        device_data_.emplace(op->var.get(), it->second);
+      } else if (auto h = host_data_.find(v); h != host_data_.end()) {
+        host_data_.emplace(op->var.get(), h->second);
+      }
+    });
   }
 
   void visit(const AllocBuffer* op) override {
-    if (!on_device_) host_data_.emplace(op->buffer->data.get(), op->buffer->name);
+    if (!on_device_) {
+      host_data_.emplace(op->buffer->data.get(), op->buffer->name);
+    } else if (op->buffer->scope() == "shared.dyn") {
+      // Its size is a launch parameter, which the host computes.
+      for (const Expr& dim : op->buffer->shape) on_host(substitute(dim, device_binds_));
+    }
     StmtExprVisitor::visit(op);
   }
 
@@ -87,6 +126,7 @@ class DeviceMemoryChecker : public StmtExprVisitor {
   }
 
   void visit(const Call* op) override {
+    if (op->callee.defined() && !on_device_) check_module_call(op);
     if (!op->op.defined() || op->op->op_kind != OpKind::kPointer) return StmtExprVisitor::visit(op);
     // An address, not an access: only the indices are evaluated.
     for (const Expr& arg : op->args) {
@@ -99,6 +139,40 @@ class DeviceMemoryChecker : public StmtExprVisitor {
   }
 
  private:
+  // Checks `e` as host code wherever it appears.
+  void on_host(const Expr& e) {
+    const bool was = on_device_;
+    on_device_ = false;
+    visit_expr(e);
+    on_device_ = was;
+  }
+
+  // A device pointer may go to a kernel, not to a function that runs on the CPU.
+  void check_module_call(const Call* op) {
+    const PrimFunc* callee = nullptr;
+    for (const auto& [gvar, func] : module_->functions) {
+      if (gvar->name == op->callee->name) callee = &func;
+    }
+    if (callee == nullptr) return;  // VerifyWellFormed's to report
+    const Target t = (*callee)->target();
+    if (t.defined() && t->kind == target_->kind) return;
+    for (const Expr& arg : op->args) {
+      post_order_visit(arg, [&](const Ref<Object>& node) {
+        const auto* v = node.as<VarNode>();
+        if (v == nullptr) return;
+        auto it = device_data_.find(v);
+        if (it == device_data_.end()) return;
+        PRIMJIT_USER_ERROR() << "function '" << function_ << "' (target " << target_->kind
+                             << "): host code passes the data of parameter buffer '" << it->second
+                             << "', which lives in " << target_->kind
+                             << " device memory, to function '" << op->callee->name
+                             << "', which runs on the CPU, in " << quote(print(Expr(op)))
+                             << ". Pass it to a kernel, or give the function a CPU target "
+                                "(T.target(\"llvm\"))";
+      });
+    }
+  }
+
   void check_access(const Buffer& buffer, const char* verb, const std::string& access) {
     const std::string kind = target_->kind;
     if (!on_device_) {
@@ -121,9 +195,11 @@ class DeviceMemoryChecker : public StmtExprVisitor {
                             "T.launch_thread), or pass the data in a parameter buffer";
   }
 
+  IRModule module_;
   std::string function_;
   Target target_;
   bool on_device_ = false;
+  VarMap device_binds_;  // the current region's Binds, for what the host computes of it
   std::unordered_map<const VarNode*, std::string> device_data_;  // data -> parameter buffer
   std::unordered_map<const VarNode*, std::string> host_data_;    // data -> host allocation
 };
@@ -141,7 +217,7 @@ Pass make_verify_device_memory_pass() {
                   if (!target.defined() || target->kind != "cuda" || !target->host.defined()) {
                     continue;
                   }
-                  DeviceMemoryChecker(gvar->name, target).check(func);
+                  DeviceMemoryChecker(module, gvar->name, target).check(func);
                 }
                 return module;
               }};

@@ -101,7 +101,7 @@ Value* FunctionCodegen::visit(const BufferLoad* op) {
   const Buffer& buf = op->buffer;
   Expr index = flat_index(op->buffer, op->indices);
   if (const auto* ramp = index.as<Ramp>(); ramp != nullptr && is_one(ramp->stride)) {
-    Value* ptr = element_ptr(buf, visit_expr(ramp->base));
+    Value* ptr = element_ptr(buf, visit_expr(ramp->base), ramp->base.dtype());
     llvm::Type* mt = memory_type_of(t);
     Value* v = b_.CreateAlignedLoad(mt, ptr, element_align(buf->dtype));
     return from_memory(t, v);
@@ -111,14 +111,15 @@ Value* FunctionCodegen::visit(const BufferLoad* op) {
     Value* base = base_ptr(buf);
     Value* out = llvm::PoisonValue::get(type_of(t));
     for (int i = 0; i < t.lanes(); ++i) {
-      Value* lane_ptr = element_ptr(buf, b_.CreateExtractElement(idx, b_.getInt32(i)), base);
+      Value* lane_ptr =
+          element_ptr(buf, b_.CreateExtractElement(idx, b_.getInt32(i)), index.dtype(), base);
       Value* v =
           b_.CreateAlignedLoad(memory_type_of(t.element_of()), lane_ptr, element_align(buf->dtype));
       out = b_.CreateInsertElement(out, from_memory(t.element_of(), v), b_.getInt32(i));
     }
     return out;
   }
-  Value* ptr = element_ptr(buf, visit_expr(index));
+  Value* ptr = element_ptr(buf, visit_expr(index), index.dtype());
   Value* v = b_.CreateAlignedLoad(memory_type_of(t), ptr, element_align(buf->dtype));
   return from_memory(t, v);
 }
@@ -139,7 +140,8 @@ Value* FunctionCodegen::visit(const Call* op) {
   if (name == "address_of") {
     const auto* load = op->args[0].as<BufferLoad>();
     PRIMJIT_USER_CHECK(load != nullptr) << "T.address_of needs a buffer load";
-    return element_ptr(load->buffer, visit_expr(flat_index(load->buffer, load->indices)));
+    Expr index = flat_index(load->buffer, load->indices);
+    return element_ptr(load->buffer, visit_expr(index), index.dtype());
   }
   if (name == "shift_left" || name == "shift_right") {
     Value* a = visit_expr(op->args[0]);
@@ -201,10 +203,12 @@ Value* FunctionCodegen::base_ptr(const Buffer& buf) {
                               b_.CreateSExtOrTrunc(visit_expr(offset), b_.getInt64Ty()));
 }
 
-Value* FunctionCodegen::element_ptr(const Buffer& buf, Value* index, Value* base) {
+Value* FunctionCodegen::element_ptr(const Buffer& buf, Value* index, DataType index_type,
+                                    Value* base) {
+  Value* wide = index_type.is_uint() ? b_.CreateZExtOrTrunc(index, b_.getInt64Ty())
+                                     : b_.CreateSExtOrTrunc(index, b_.getInt64Ty());
   return b_.CreateInBoundsGEP(memory_type_of(buf->dtype.element_of()),
-                              base != nullptr ? base : base_ptr(buf),
-                              b_.CreateSExtOrTrunc(index, b_.getInt64Ty()));
+                              base != nullptr ? base : base_ptr(buf), wide);
 }
 
 Value* FunctionCodegen::arith(const Expr& ea, const Expr& eb, Arith kind) {

@@ -77,20 +77,23 @@ void FunctionCodegen::visit(const BufferStore* op) {
   Value* v = to_memory(t, visit_expr(op->value));
   Expr index = flat_index(buf, op->indices);
   if (const auto* ramp = index.as<Ramp>(); ramp != nullptr && is_one(ramp->stride)) {
-    b_.CreateAlignedStore(v, element_ptr(buf, visit_expr(ramp->base)), element_align(buf->dtype));
+    b_.CreateAlignedStore(v, element_ptr(buf, visit_expr(ramp->base), ramp->base.dtype()),
+                          element_align(buf->dtype));
     return;
   }
   if (index.dtype().is_vector()) {
     Value* idx = visit_expr(index);
     Value* base = base_ptr(buf);
     for (int i = 0; i < t.lanes(); ++i) {
-      Value* lane_ptr = element_ptr(buf, b_.CreateExtractElement(idx, b_.getInt32(i)), base);
+      Value* lane_ptr =
+          element_ptr(buf, b_.CreateExtractElement(idx, b_.getInt32(i)), index.dtype(), base);
       b_.CreateAlignedStore(b_.CreateExtractElement(v, b_.getInt32(i)), lane_ptr,
                             element_align(buf->dtype));
     }
     return;
   }
-  b_.CreateAlignedStore(v, element_ptr(buf, visit_expr(index)), element_align(buf->dtype));
+  b_.CreateAlignedStore(v, element_ptr(buf, visit_expr(index), index.dtype()),
+                        element_align(buf->dtype));
 }
 
 void FunctionCodegen::visit(const AssertStmt* op) {
@@ -345,8 +348,14 @@ Value* FunctionCodegen::parallel_for(const Call* op) {
   }
   inner.emit_body(task->body, inner.b_.getInt32(0));
 
-  Value* min = b_.CreateSExtOrTrunc(visit_expr(op->args[1]), b_.getInt64Ty());
-  Value* extent = b_.CreateSExtOrTrunc(visit_expr(op->args[2]), b_.getInt64Ty());
+  // The range in int64, widened as its type reads (a uint8 extent of 200 is 200, not -56).
+  auto widen = [&](const Expr& e) {
+    Value* v = visit_expr(e);
+    return e.dtype().is_uint() ? b_.CreateZExtOrTrunc(v, b_.getInt64Ty())
+                               : b_.CreateSExtOrTrunc(v, b_.getInt64Ty());
+  };
+  Value* min = widen(op->args[1]);
+  Value* extent = widen(op->args[2]);
   llvm::FunctionCallee run =
       m_.mod.getOrInsertFunction(kParallelForSymbol, b_.getInt32Ty(), b_.getInt64Ty(),
                                  b_.getInt64Ty(), b_.getPtrTy(), b_.getPtrTy());

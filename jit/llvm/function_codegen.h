@@ -149,7 +149,8 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
   // The address of `buf`'s first element: its data pointer advanced by elem_offset.
   Value* base_ptr(const Buffer& buf);
   // The address of element `index` (from flat_index) of `buf`, from base_ptr(buf) or `base`.
-  Value* element_ptr(const Buffer& buf, Value* index, Value* base = nullptr);
+  // `index` (of `index_type`: unsigned indices widen with zero extension) into `buf`.
+  Value* element_ptr(const Buffer& buf, Value* index, DataType index_type, Value* base = nullptr);
 
   Value* arith(const Expr& ea, const Expr& eb, Arith kind);
 

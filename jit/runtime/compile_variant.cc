@@ -149,24 +149,31 @@ PrimFunc assume_bucket_facts(const PrimFunc& func, const std::vector<std::pair<E
 // function of the module (a kernel for another architecture, a device function not lowered for
 // this entry) is no part of it and must not make its compile fail.
 IRModule reachable_functions(const IRModule& module, const std::string& entry) {
-  std::unordered_map<std::string, std::string> by_name;  // name or global symbol -> name
+  // A module call names its callee; a packed call's string may be a name or a global symbol
+  // (another function's symbol can equal a name: both are kept).
+  std::unordered_multimap<std::string, std::string> by_text;  // name or global symbol -> name
   for (const auto& [gvar, func] : module->functions) {
-    by_name.emplace(gvar->name, gvar->name);
+    by_text.emplace(gvar->name, gvar->name);
     const std::string symbol = func->global_symbol();
-    if (!symbol.empty()) by_name.emplace(symbol, gvar->name);
+    if (!symbol.empty() && symbol != gvar->name) by_text.emplace(symbol, gvar->name);
   }
   std::set<std::string> kept{entry};
   std::vector<std::string> work{entry};
-  auto reach = [&](const std::string& name) {
-    auto it = by_name.find(name);
-    if (it != by_name.end() && kept.insert(it->second).second) work.push_back(it->second);
+  std::set<std::string> names;
+  for (const auto& f : module->functions) names.insert(f.first->name);
+  auto keep = [&](const std::string& name) {  // unknown names are the pipeline's to report
+    if (names.count(name) != 0 && kept.insert(name).second) work.push_back(name);
+  };
+  auto reach = [&](const std::string& text) {
+    auto [from, to] = by_text.equal_range(text);
+    for (auto it = from; it != to; ++it) keep(it->second);
   };
   while (!work.empty()) {
     const PrimFunc func = module->lookup(work.back());
     work.pop_back();
     post_order_visit(func->body, [&](const Ref<Object>& node) {
       if (const auto* call = node.as<Call>()) {
-        if (call->callee.defined()) reach(call->callee->name);
+        if (call->callee.defined()) keep(call->callee->name);
       } else if (const auto* text = node.as<StringImm>()) {
         reach(text->value);  // a name a packed call looks up (kept even if it is not one)
       }

@@ -14,7 +14,9 @@
 #include "jit/runtime/host_runtime.h"
 #include "primjit/dlpack.h"
 #include "primjit/ir/text.h"
+#include "primjit/jit.h"
 #include "primjit/passes.h"
+#include "primjit/tensor.h"
 #include "tests/many_params.h"
 #include "tests/unit/test_util.h"
 
@@ -335,6 +337,35 @@ def f(self_handle: T.handle, args: T.handle, num_args: T.int32, result: T.handle
   EXPECT_ERROR_CONTAINS(
       codegen_llvm(module_with("1, 1, 0, 99, 1, 7, 1, 2, 32, 1, 3, 1, -1, 0, 0, 2, 4, 0, 0, 0")),
       "a text of tensor parameter 0 is out of range");
+}
+
+// A kernel compiles the functions its entry reaches, found by name: another function whose
+// global_symbol equals a callee's name does not stand in for the callee.
+TEST(HostGlue, ModuleCallsReachTheirCalleeByName) {
+  const IRModule module = parse(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def a(x: T.int32) -> T.int32:
+        T.func_attr({"global_symbol": "b", "target": T.target("llvm")})
+        return x + 100
+
+    @T.prim_func(private=True)
+    def b(x: T.int32) -> T.int32:
+        T.func_attr({"target": T.target("llvm")})
+        return x * 2
+
+    @T.prim_func
+    def main(A: T.Buffer((4,), "int32")):
+        T.func_attr({"target": T.target("llvm")})
+        for i in range(4):
+            A[i] = Module.b(i)
+)");
+  primjit::Jit jit;
+  primjit::Kernel k = jit.kernel(module, "main");
+  primjit::Tensor a = primjit::Tensor::zeros({4}, DataType::Int(32));
+  k(a);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(a.data<int32_t>()[i], 2 * i) << i;
 }
 
 }  // namespace

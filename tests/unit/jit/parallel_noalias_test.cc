@@ -95,5 +95,28 @@ TEST(ParallelNoalias, ResultsUnderOneAndManyThreadsAndEveryPolicy) {
   }
 }
 
+// A loop over an unsigned extent runs all of it and indexes with the unsigned values: the
+// parallel range is widened to int64 as its type reads (a uint8 extent of 200 was
+// sign-extended to -56 and ran no iteration), and so are indices (uint8 128..199 were
+// sign-extended: stores before the buffer).
+TEST(ParallelNoalias, UnsignedExtentsAndIndicesReadAsUnsigned) {
+  for (const char* loop : {"T.parallel", "range"}) {
+    const IRModule module = parse(std::string(R"(
+@T.prim_func
+def main(A: T.Buffer((256,), "int32")):
+    T.func_attr({"target": T.target("llvm")})
+    for i in )") + loop + R"((T.uint8(200)):
+        A[i] = 7
+)");
+    Jit jit;
+    Kernel k = jit.kernel(module, "main");
+    Tensor a = Tensor::zeros({256}, DataType::Int(32));
+    k(a);
+    for (int64_t i = 0; i < 256; ++i) {
+      ASSERT_EQ(a.data<int32_t>()[i], i < 200 ? 7 : 0) << loop << " i=" << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace primjit
