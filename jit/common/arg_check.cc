@@ -191,9 +191,10 @@ class ArgChecker {
                      {int_value(x->device.device_id)});
     }
     if (x->data == nullptr) {
-      uint64_t size = 1;  // an empty tensor may have a null data pointer
-      for (int64_t k = 0; k < ndim; ++k) size *= static_cast<uint64_t>(x->shape[k]);
-      if (ndim == 0 || size != 0) {
+      bool empty = false;  // an empty tensor (an extent 0) may have a null data pointer; a
+                           // product of extents could wrap to 0 without one
+      for (int64_t k = 0; k < ndim; ++k) empty = empty || x->shape[k] == 0;
+      if (!empty) {
         return fail_on(i, std::string(name) + " data pointer is NULL", "non-NULL data pointer", "");
       }
     }
@@ -241,11 +242,11 @@ inline bool all_pass(const PJValue* args, int32_t num_args, const int64_t* table
     }
     const int64_t* shape = x->shape;
     if (shape == nullptr) return false;
-    uint64_t size = 1;
+    bool empty = false;  // an extent 0, not a product that wraps to 0
     for (int64_t k = 0; k < ndim; ++k) {
       const int64_t* d = r + kArgTensorEntries + kArgDimEntries * k;
       const int64_t extent = shape[k];
-      size *= static_cast<uint64_t>(extent);
+      empty = empty || extent == 0;
       if ((d[0] == kArgDimDefine && d[1] >= 0 && extent > d[1]) ||
           (d[0] == kArgDimConst && extent != d[1]) ||
           (d[0] == kArgDimMatch &&
@@ -253,7 +254,7 @@ inline bool all_pass(const PJValue* args, int32_t num_args, const int64_t* table
         return false;
       }
     }
-    if (x->data == nullptr && size != 0) return false;
+    if (x->data == nullptr && !empty) return false;
     if ((flags & kArgCompactStrides) != 0 && x->strides != nullptr) {
       int64_t expected = 1;
       for (int64_t k = ndim - 1; k >= 0; --k) {
@@ -289,6 +290,8 @@ std::string arg_table_problem(const int64_t* table, size_t size, size_t texts_si
     return at[0] >= 0 && at[1] >= 0 && at[0] <= texts && at[1] <= texts - at[0];
   };
   // Pass 1: each record's place; pass 2: references to other parameters' dimensions.
+  // Each parameter takes at least one entry: a larger count is no table (and no allocation).
+  if (static_cast<uint64_t>(n) > size - 1) return "it names more parameters than it has entries";
   std::vector<const int64_t*> tensors(static_cast<size_t>(n), nullptr);
   size_t at = 1;
   for (int64_t i = 0; i < n; ++i) {
@@ -302,8 +305,7 @@ std::string arg_table_problem(const int64_t* table, size_t size, size_t texts_si
       return "the record of tensor parameter " + std::to_string(i) + " is cut short";
     }
     const int64_t* r = table + at;
-    if (r[4] < 0 || r[4] > 64 ||
-        (size - at - kArgTensorEntries) / kArgDimEntries < static_cast<size_t>(r[4])) {
+    if (r[4] < 0 || (size - at - kArgTensorEntries) / kArgDimEntries < static_cast<size_t>(r[4])) {
       return "tensor parameter " + std::to_string(i) + " has a bad ndim or too few dimensions";
     }
     if (!text_ok(r) || !text_ok(r + 2) || !text_ok(r + 11)) {

@@ -102,6 +102,12 @@ Allocation* Session::register_tensor(DLTensor* t, const std::string& name) {
   };
   Allocation* header = add("DLTensor of " + name, AllocKind::kTensorHeader, t, sizeof(DLTensor));
   header->tensor = t;
+  if (t->ndim < 0 || (t->ndim > 0 && t->shape == nullptr)) {
+    // No extent to read: the header only; the function's argument checks report the tensor
+    // (as the compiled code does) before anything reads its data.
+    tensors_.emplace(t, header);
+    return header;
+  }
   if (t->ndim > 0 && t->shape != nullptr) {
     header->shape = add("shape of " + name, AllocKind::kShapeArray, t->shape, t->ndim * 8);
   }

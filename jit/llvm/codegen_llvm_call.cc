@@ -118,12 +118,12 @@ class FastArgChecks {
       guard(b_.CreateIsNotNull(shape));
       shapes[static_cast<size_t>(i)] = shape;
       std::vector<Value*> extents;
-      Value* size = b_.getInt64(1);
+      Value* empty = b_.getFalse();  // an extent 0 (a product of extents could wrap to 0)
       for (int64_t k = 0; k < ndim; ++k) {
         const size_t d = r + kArgTensorEntries + kArgDimEntries * static_cast<size_t>(k);
         Value* extent = load(b_.getInt64Ty(), shape, 8 * k);
         extents.push_back(extent);
-        size = b_.CreateMul(size, extent);
+        empty = b_.CreateOr(empty, b_.CreateICmpEQ(extent, b_.getInt64(0)));
         const int64_t a = entry(d + 1);
         if (entry(d) == kArgDimDefine && a >= 0) {
           all(b_.CreateICmpSLE(extent, b_.getInt64(static_cast<uint64_t>(a))));
@@ -134,7 +134,7 @@ class FastArgChecks {
           all(b_.CreateICmpEQ(extent, other));
         }
       }
-      all(b_.CreateOr(data_ok, b_.CreateICmpEQ(size, b_.getInt64(0))));
+      all(b_.CreateOr(data_ok, empty));
       if ((flags & kArgCompactStrides) != 0) compact_strides(x, extents);
     }
     guard(b_.getTrue());

@@ -368,5 +368,50 @@ class Module:
   for (int i = 0; i < 4; ++i) EXPECT_EQ(a.data<int32_t>()[i], 2 * i) << i;
 }
 
+// Unusual tensors against the argument table, called through the packed entry itself (the
+// Kernel API refuses these shapes before): a null data pointer whose extents' product wraps to
+// 0 is no empty tensor; buffers of more than 64 dimensions compile.
+TEST(HostGlue, ArgumentTableEdgeCases) {
+  OrcEngine engine;
+  HostProgram program(engine, lower(R"(
+@T.prim_func
+def z(a: T.handle, x: T.int64):
+    T.func_attr({"target": T.target("llvm")})
+    m = T.int64()
+    k = T.int64()
+    A = T.match_buffer(a, (m, k), "float32")
+    if x > T.int64(0):
+        A[0, 0] = T.float32(1)
+)"));
+  Tensor a({int64_t{1} << 32, int64_t{1} << 32});
+  a.dl.data = nullptr;
+  PJValue x{};
+  x.type_index = kPJInt;
+  x.v_int64 = 1;
+  std::vector<PJValue> args = {a.arg(), x};
+  EXPECT_NE(test::error_of([&] {
+              call_packed(program.function("z"), args.data(), 2);
+            }).find("A data pointer is NULL"),
+            std::string::npos);
+  a.shape = {0, int64_t{1} << 32};  // empty: a null data pointer is fine
+  a.dl.shape = a.shape.data();
+  x.v_int64 = 0;
+  args = {a.arg(), x};
+  EXPECT_EQ(test::error_of([&] { call_packed(program.function("z"), args.data(), 2); }), "");
+
+  std::string dims, zeros;
+  for (int d = 0; d < 65; ++d) {
+    dims += std::string(d ? ", " : "") + "1";
+    zeros += std::string(d ? ", " : "") + "0";
+  }
+  primjit::Jit jit;
+  primjit::Kernel h = jit.kernel(parse("@T.prim_func\ndef h(A: T.Buffer((" + dims +
+                                       "), \"float32\")):\n    A[" + zeros + "] = T.float32(3)\n"),
+                                 "h");
+  primjit::Tensor t = primjit::Tensor::zeros(std::vector<int64_t>(65, 1), DataType::Float(32));
+  h(t);
+  EXPECT_EQ(t.data<float>()[0], 3.0f);
+}
+
 }  // namespace
 }  // namespace primjit::jit
