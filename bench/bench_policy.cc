@@ -31,32 +31,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The same product in 32 x 32 tiles of C with guards for partial tiles, the way a schedule
-// tiles a matmul whose sizes are not known: exact variants fold the guards of whole tiles;
-// kDynamic's variant folds them only on its fast path (VersionLoops, M and N multiples of 32).
-constexpr const char* kTiledMatmul = R"(
-@T.prim_func
-def tiled_matmul(a: T.handle, b: T.handle, c: T.handle):
-    T.func_attr({"target": T.target("llvm")})
-    M = T.int32()
-    N = T.int32()
-    K = T.int32()
-    A = T.match_buffer(a, (M, K), "float32")
-    B = T.match_buffer(b, (K, N), "float32")
-    C = T.match_buffer(c, (M, N), "float32")
-    for io in {outer}((M + 31) // 32):
-        for jo in range((N + 31) // 32):
-            for ii in range(32):
-                for ji in range(32):
-                    if io * 32 + ii < M and jo * 32 + ji < N:
-                        C[io * 32 + ii, jo * 32 + ji] = T.float32(0)
-            for k in range(K):
-                for ii in range(32):
-                    for ji in range(32):
-                        if io * 32 + ii < M and jo * 32 + ji < N:
-                            C[io * 32 + ii, jo * 32 + ji] = C[io * 32 + ii, jo * 32 + ji] + A[io * 32 + ii, k] * B[k, jo * 32 + ji]
-)";
-
 constexpr int kSteadyRounds = 5;
 
 double ms_since(Clock::time_point start) {
@@ -110,8 +84,7 @@ void BM_TwentyMatmulShapes(benchmark::State& state, Policy policy) {
 void BM_TiledMatmul(benchmark::State& state, Policy policy) {
   const int64_t n = state.range(0);
   const bool parallel = state.range(1) != 0;
-  std::string text = kTiledMatmul;
-  text.replace(text.find("{outer}"), 7, parallel ? "T.parallel" : "range");
+  std::string text = tiled_matmul_text(parallel);
   MatmulOperands o(n);
   JitOptions options;
   options.disk_cache = DiskCacheMode::kDisabled;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/parallel_matmul.h"
 #include "jit/llvm/codegen_llvm.h"
 #include "jit/llvm/orc_engine.h"
 #include "primjit/ir/text.h"
@@ -21,29 +22,9 @@
 namespace primjit {
 namespace {
 
-// C = A @ B in 32 x 32 tiles of C with guards for partial tiles, tile rows in parallel.
-constexpr const char* kTiledMatmul = R"(
-@T.prim_func
-def tiled_matmul(a: T.handle, b: T.handle, c: T.handle):
-    T.func_attr({"target": T.target("llvm")})
-    M = T.int32()
-    N = T.int32()
-    K = T.int32()
-    A = T.match_buffer(a, (M, K), "float32")
-    B = T.match_buffer(b, (K, N), "float32")
-    C = T.match_buffer(c, (M, N), "float32")
-    for io in T.parallel((M + 31) // 32):
-        for jo in range((N + 31) // 32):
-            for ii in range(32):
-                for ji in range(32):
-                    if io * 32 + ii < M and jo * 32 + ji < N:
-                        C[io * 32 + ii, jo * 32 + ji] = T.float32(0)
-            for k in range(K):
-                for ii in range(32):
-                    for ji in range(32):
-                        if io * 32 + ii < M and jo * 32 + ji < N:
-                            C[io * 32 + ii, jo * 32 + ji] = C[io * 32 + ii, jo * 32 + ji] + A[io * 32 + ii, k] * B[k, jo * 32 + ji]
-)";
+// C = A @ B in 32 x 32 tiles of C with guards for partial tiles, tile rows in parallel
+// (bench_policy's kernel).
+std::string tiled_matmul() { return bench::tiled_matmul_text(true); }
 
 // Tiles in parallel whose values come from int32 arithmetic that wraps for large indices and
 // for an offset near 2^31 (`off` is bound before the loop, so the task recomputes it).
@@ -93,7 +74,8 @@ std::string optimized_function(const IRModule& m, const std::string& name) {
 
 TEST(ParallelVersioned, FastPathTaskRecomputesItsTileCountAndVectorizes) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
-  Kernel k = jit.kernel(parse(kTiledMatmul)->lookup("tiled_matmul"), {.policy = Policy::kDynamic});
+  Kernel k =
+      jit.kernel(parse(tiled_matmul())->lookup("tiled_matmul"), {.policy = Policy::kDynamic});
   Signature shapes = {ArgSpec::tensor(DataType::Float(32), {384, 384}),
                       ArgSpec::tensor(DataType::Float(32), {384, 384}),
                       ArgSpec::tensor(DataType::Float(32), {384, 384})};
@@ -128,7 +110,7 @@ std::vector<float> matmul_reference(int64_t m, int64_t n, int64_t k) {
 
 TEST(ParallelVersioned, MatmulIsRightOnBothPathsUnderOneAndManyThreads) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
-  PrimFunc f = parse(kTiledMatmul)->lookup("tiled_matmul");
+  PrimFunc f = parse(tiled_matmul())->lookup("tiled_matmul");
   // Multiples of the tile (fast path), others (general path), empty, one element, and a large
   // row count (many chunks per thread).
   const std::vector<std::vector<int64_t>> shapes = {{64, 64, 48}, {96, 32, 5}, {33, 64, 7},
