@@ -234,12 +234,10 @@ TEST(Tiered, ABackgroundCompileErrorKeepsTheGenericVariantServing) {
   wait_for_switch_overs(k, 2);
 }
 
-// A kernel whose generic variant does not compile (its host allocation needs a constant
-// size): the kernel stops tiering, and each call waits for its own variant, as untiered (the
-// first call's own variant was already compiling in the background: it waits for that one).
-TEST(Tiered, WithoutAGenericVariantCallsWaitForTheirOwn) {
-  Jit jit(tiered_options());
-  Kernel k = jit.kernel(parse(R"(
+// B = 2A + 1 through a host allocation of symbolic size: its generic variant does not compile
+// (host allocations need a constant size), its specialized ones do.
+PrimFunc twice_without_generic_variant() {
+  return parse(R"(
 @T.prim_func
 def twice(a: T.handle, b: T.handle):
     T.func_attr({"target": T.target("llvm")})
@@ -252,7 +250,15 @@ def twice(a: T.handle, b: T.handle):
     for i in range(n):
         B[i] = tmp[i] + T.float32(1)
 )")
-                            ->lookup("twice"));
+      ->lookup("twice");
+}
+
+// A kernel whose generic variant does not compile (its host allocation needs a constant
+// size): the kernel stops tiering, and each call waits for its own variant, as untiered (the
+// first call's own variant was already compiling in the background: it waits for that one).
+TEST(Tiered, WithoutAGenericVariantCallsWaitForTheirOwn) {
+  Jit jit(tiered_options());
+  Kernel k = jit.kernel(twice_without_generic_variant());
   LogLines info(LogLevel::kInfo);
   for (int64_t n : {8, 16, 8}) {
     Vectors v(n);
@@ -532,20 +538,7 @@ TEST(Tiered, TheBacklogIsBoundedAndCancelledWithTheJit) {
 TEST(Tiered, ACallWaitingForACancelledCompileCompilesItself) {
   HoldBackgroundCompiles hold;
   auto jit = std::make_unique<Jit>(tiered_options());
-  Kernel k = jit->kernel(parse(R"(
-@T.prim_func
-def twice(a: T.handle, b: T.handle):
-    T.func_attr({"target": T.target("llvm")})
-    n = T.int32()
-    A = T.match_buffer(a, (n,), "float32")
-    B = T.match_buffer(b, (n,), "float32")
-    tmp = T.alloc_buffer((n,), "float32")
-    for i in range(n):
-        tmp[i] = A[i] * T.float32(2)
-    for i in range(n):
-        B[i] = tmp[i] + T.float32(1)
-)")
-                             ->lookup("twice"));
+  Kernel k = jit->kernel(twice_without_generic_variant());
   Vectors v(8);
   std::string error;
   std::thread call([&] {
