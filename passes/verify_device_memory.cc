@@ -4,8 +4,9 @@
 // Requires: nothing (it runs on the user's program, right after VerifyWellFormed).
 // Ensures:  the module is returned unchanged. In a function whose "target" attribute is a cuda
 //           target with a host (T.target("cuda", host="llvm")):
-//           - device code is what runs under a thread launch (thread_extent), a device_scope
-//             or a "target" AttrStmt for a device target; the rest of the body is host code
+//           - device code is what runs under a thread launch (thread_extent, a thread-bound
+//             loop), a device_scope or a "target" AttrStmt for the function's device target;
+//             the rest of the body is host code
 //             (a CPU region, `T.attr(T.target("llvm"), "target", 0)`, included), and so are
 //             launch extents;
 //           - the parameters' buffers (and every view of their data) live in device memory
@@ -83,6 +84,18 @@ class DeviceMemoryChecker : public StmtExprVisitor {
     }
     if (!enters_device || on_device_) return StmtExprVisitor::visit(op);
     visit_expr(op->value);  // a launch extent: the host computes it
+    on_device_ = true;
+    visit_stmt(op->body);
+    on_device_ = false;
+    device_binds_.clear();
+  }
+
+  // A thread-bound loop is device code (its own pass reports whether the target supports it);
+  // its bounds are the host's.
+  void visit(const For* op) override {
+    if (op->for_kind != ForKind::kThreadBinding || on_device_) return StmtExprVisitor::visit(op);
+    visit_expr(op->min);
+    visit_expr(op->extent);
     on_device_ = true;
     visit_stmt(op->body);
     on_device_ = false;
