@@ -283,5 +283,27 @@ TEST(Specialize, BindsAVariableToAnExpression) {
   EXPECT_THROW(specialize(f, {{stranger.get(), c(1)}}), Error);
 }
 
+// VerifyDeviceMemory reads a thread-bound loop as device code (a golden would put this cuda
+// function, which cuda cannot compile yet, into the GPU crosscheck).
+TEST(PassManager, VerifyDeviceMemoryReadsThreadBoundLoopsAsDeviceCode) {
+  const IRModule m = parse(R"(
+@T.prim_func
+def main(A: T.Buffer((32,), "float32")):
+    T.func_attr({"target": T.target("cuda", host="llvm")})
+    for k in T.thread_binding(32, thread="threadIdx.x"):
+        A[k] = T.float32(1)
+    A[0] = T.float32(2)
+)");
+  // The loop's store passes; the store after it is host code.
+  try {
+    passes::get_pass("VerifyDeviceMemory").run(m, {});
+    FAIL() << "the host store should be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("host code writes buffer 'A' in `A[0] = T.float32(2.0)`"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace primjit::passes
