@@ -39,6 +39,7 @@
 //   def main(A: T.Buffer((16,), "float32")):
 //       T.func_attr({"target": T.target("cuda", host="llvm")})
 //       A[0] = T.float32(1)          # error: host code writes buffer 'A' ... device memory
+#include <functional>
 #include <string>
 #include <unordered_map>
 
@@ -129,12 +130,12 @@ class DeviceMemoryChecker : public StmtExprVisitor {
   }
 
   void visit(const BufferLoad* op) override {
-    check_access(op->buffer, "reads", print(Expr(op)));
+    check_access(op->buffer, "reads", [op] { return print(Expr(op)); });
     StmtExprVisitor::visit(op);
   }
 
   void visit(const BufferStore* op) override {
-    check_access(op->buffer, "writes", print(Stmt(op)));
+    check_access(op->buffer, "writes", [op] { return print(Stmt(op)); });
     StmtExprVisitor::visit(op);
   }
 
@@ -162,12 +163,9 @@ class DeviceMemoryChecker : public StmtExprVisitor {
 
   // A device pointer may go to a kernel, not to a function that runs on the CPU.
   void check_module_call(const Call* op) {
-    const PrimFunc* callee = nullptr;
-    for (const auto& [gvar, func] : module_->functions) {
-      if (gvar->name == op->callee->name) callee = &func;
-    }
-    if (callee == nullptr) return;  // VerifyWellFormed's to report
-    const Target t = (*callee)->target();
+    const PrimFunc callee = module_->find(op->callee->name);
+    if (!callee.defined()) return;  // VerifyWellFormed's to report
+    const Target t = callee->target();
     if (t.defined() && t->kind == target_->kind) return;
     for (const Expr& arg : op->args) {
       post_order_visit(arg, [&](const Ref<Object>& node) {
@@ -186,13 +184,15 @@ class DeviceMemoryChecker : public StmtExprVisitor {
     }
   }
 
-  void check_access(const Buffer& buffer, const char* verb, const std::string& access) {
+  // `access` prints the access, for the message only: most accesses are fine and never printed.
+  void check_access(const Buffer& buffer, const char* verb,
+                    const std::function<std::string()>& access) {
     const std::string kind = target_->kind;
     if (!on_device_) {
       auto it = device_data_.find(buffer->data.get());
       if (it == device_data_.end()) return;
       PRIMJIT_USER_ERROR() << "function '" << function_ << "' (target " << kind << "): host code "
-                           << verb << " buffer '" << buffer->name << "' in " << quote(access)
+                           << verb << " buffer '" << buffer->name << "' in " << quote(access())
                            << ", but parameter buffer '" << it->second << "' lives in " << kind
                            << " device memory, which the CPU cannot access. Move the access "
                               "into a kernel (under T.launch_thread), or give the function a CPU "
@@ -201,7 +201,7 @@ class DeviceMemoryChecker : public StmtExprVisitor {
     auto it = host_data_.find(buffer->data.get());
     if (it == host_data_.end()) return;
     PRIMJIT_USER_ERROR() << "function '" << function_ << "' (target " << kind << "): device code "
-                         << verb << " buffer '" << buffer->name << "' in " << quote(access)
+                         << verb << " buffer '" << buffer->name << "' in " << quote(access())
                          << ", but '" << it->second
                          << "' is allocated by host code, in host memory, which the device "
                             "cannot access. Allocate it inside the kernel (after its "

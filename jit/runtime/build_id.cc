@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <string_view>
 #include <vector>
 
@@ -82,9 +83,10 @@ std::string compute_build_id() {
       reinterpret_cast<uintptr_t>(&library_build_id),                                 // runtime
   };
   std::string ids;
+  std::set<std::string> seen;
   for (uintptr_t f : functions) {
     std::string id = build_id_of(f);
-    if (ids == id || ids.ends_with("+" + id)) continue;  // linked into the same object
+    if (!seen.insert(id).second) continue;  // linked into an object already named
     ids += (ids.empty() ? "" : "+") + id;
   }
   return ids;

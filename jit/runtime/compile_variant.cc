@@ -159,10 +159,8 @@ IRModule reachable_functions(const IRModule& module, const std::string& entry) {
   }
   std::set<std::string> kept{entry};
   std::vector<std::string> work{entry};
-  std::set<std::string> names;
-  for (const auto& f : module->functions) names.insert(f.first->name);
   auto keep = [&](const std::string& name) {  // unknown names are the pipeline's to report
-    if (names.count(name) != 0 && kept.insert(name).second) work.push_back(name);
+    if (module->contains(name) && kept.insert(name).second) work.push_back(name);
   };
   auto reach = [&](const std::string& text) {
     auto [from, to] = by_text.equal_range(text);
