@@ -208,7 +208,11 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
 
   void serial_for(const Var& loop_var, Value* min, Value* extent, const Stmt& body, ForKind kind);
 
-  llvm::MDNode* loop_metadata(ForKind kind, const Var& loop_var);
+  // The interleave count hint for the loop whose body was just emitted (0: none).
+  int interleave_count(Value* extent, const Stmt& body, llvm::BasicBlock* first,
+                       llvm::BasicBlock* end);
+
+  llvm::MDNode* loop_metadata(ForKind kind, const Var& loop_var, int interleave = 0);
 
   // The function (of calling convention `conv`) that `op` names first; such functions are
   // emitted where they are called, so the module keeps the order of first use.

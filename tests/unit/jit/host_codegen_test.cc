@@ -367,6 +367,81 @@ def f(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
   EXPECT_NE(ir.find("(i64 %begin, i64 %end, ptr noalias %closure)"), std::string::npos) << ir;
 }
 
+// A symbolic trip count known to be a multiple of 16 but not of 32 (a bucketed variant's
+// `n_16 * 16`) gets the interleave count that makes the vector step 16: 2 for float32, 4 for
+// float64; multiples of 32, constant trip counts, loops holding a loop and narrow elements get
+// none (LLVM's own choice).
+std::vector<std::string> interleave_hints(const std::string& body, const std::string& dtype) {
+  std::string text = R"(
+@T.prim_func
+def f(a: T.handle, b: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "DT")
+    B = T.match_buffer(b, (n,), "DT")
+)" + body;
+  for (size_t at = text.find("DT"); at != std::string::npos; at = text.find("DT", at)) {
+    text.replace(at, 2, dtype);
+  }
+  std::string ir = to_llvm_text(codegen_llvm(passes::lower_for_host(lower(text))));
+  std::vector<std::string> counts;
+  const std::string key = "!\"llvm.loop.interleave.count\", i32 ";
+  for (size_t at = ir.find(key); at != std::string::npos; at = ir.find(key, at + 1)) {
+    counts.push_back(ir.substr(at + key.size(), ir.find('}', at) - at - key.size()));
+  }
+  return counts;
+}
+
+TEST(HostCodegen, LoopsOfSixteensGetAVectorStepThatDividesSixteen) {
+  using Counts = std::vector<std::string>;
+  const std::string sixteens = "    for i in range(n // 16 * 16):\n        B[i] = A[i]\n";
+  EXPECT_EQ(interleave_hints(sixteens, "float32"), (Counts{"2"}));
+  EXPECT_EQ(interleave_hints(sixteens, "float64"), (Counts{"4"}));
+  EXPECT_EQ(interleave_hints(sixteens, "int8"), Counts{});
+  EXPECT_EQ(interleave_hints("    for i in range(n // 32 * 32):\n        B[i] = A[i]\n",
+                             "float32"),
+            Counts{});
+  EXPECT_EQ(interleave_hints("    for i in range(n):\n        B[i] = A[i]\n", "float32"),
+            Counts{});
+  EXPECT_EQ(interleave_hints("    for i in range(16):\n        B[i] = A[i]\n", "float32"),
+            Counts{});
+  // Only the innermost loop of a nest.
+  EXPECT_EQ(interleave_hints("    for j in range(n // 16 * 16):\n        for i in range(2):\n"
+                             "            B[i] = A[j]\n"
+                             "    for j in range(2):\n"
+                             "        for i in range(n // 16 * 16):\n"
+                             "            B[i] = A[i] + A[j]\n",
+                             "float32"),
+            (Counts{"2"}));
+}
+
+// The hinted loops compute what they did, for odd and even multiples of 16.
+TEST(HostCodegen, LoopsOfSixteensComputeEveryElement) {
+  Compiled f(R"(
+@T.prim_func
+def f(a: T.handle, b: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    for i in range(n // 16 * 16):
+        B[i] = A[i] * T.float32(2) + T.float32(1)
+)",
+             "f");
+  for (int64_t n : {15, 16, 31, 32, 48, 80, 95, 144, 272, 1000}) {
+    HostTensor<float> a({n}, kF32), b({n}, kF32);
+    for (int64_t i = 0; i < n; ++i) {
+      a.data[static_cast<size_t>(i)] = static_cast<float>(i);
+      b.data[static_cast<size_t>(i)] = -7.0f;
+    }
+    f({a.arg(), b.arg()});
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = i < n / 16 * 16 ? 2.0f * static_cast<float>(i) + 1.0f : -7.0f;
+      ASSERT_EQ(b.data[static_cast<size_t>(i)], want) << "n = " << n << ", i = " << i;
+    }
+  }
+}
+
 TEST(HostCodegen, UnloadingFreesTheVariant) {
   // Symbols of a removed variant are gone; a new variant gets its own symbols.
   auto program = std::make_unique<HostProgram>(engine(), lower(test::kVectorAddText));
