@@ -232,8 +232,7 @@ int FunctionCodegen::interleave_count(Value* extent, const Stmt& body, llvm::Bas
   return static_cast<int>(16 / (256 / widest));
 }
 
-llvm::MDNode* FunctionCodegen::loop_metadata(ForKind kind, const Var& loop_var,
-                                             int interleave) {
+llvm::MDNode* FunctionCodegen::loop_metadata(ForKind kind, const Var& loop_var, int interleave) {
   std::vector<llvm::Metadata*> ops = {nullptr};
   if (interleave > 0) {
     ops.push_back(llvm::MDNode::get(

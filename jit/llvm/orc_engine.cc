@@ -1,6 +1,8 @@
 #include "jit/llvm/orc_engine.h"
 
 #include <llvm/AsmParser/Parser.h>
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -23,9 +25,12 @@
 #include <llvm/Transforms/Utils/ModuleUtils.h>
 
 #include <algorithm>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <set>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "jit/llvm/codegen_llvm.h"
@@ -160,12 +165,13 @@ std::set<std::string> glue_function_names(const llvm::Module& module) {
   return names;
 }
 
-// Glue with fewer instructions than this is compiled with the loop nests, by the optimizing
-// code generator: a wrapper runs on every call, and the fast register allocator's spills made
-// a wrapper of 3 tensors 20 % slower per call (16 tensors: 40 %). Larger glue (with
-// T.check_args, beyond about 1,600 tensor parameters) is compiled apart, which keeps the
-// compile linear in the number of parameters (the optimizing allocator took minutes on a
-// wrapper of 1,000 tensors' inline checks).
+// Glue with fewer instructions than this is compiled by the optimizing code generator (on a
+// second thread, beside the loop nests, where the host has one; else with them): a wrapper
+// runs on every call, and the fast register allocator's spills made a wrapper of 3 tensors
+// 20 % slower per call (16 tensors: 40 %). Larger glue (with T.check_args, beyond about 1,600
+// tensor parameters) is compiled apart by the fast code generator, which keeps the compile
+// linear in the number of parameters (the optimizing allocator took minutes on a wrapper of
+// 1,000 tensors' inline checks).
 constexpr size_t kGlueApartInstructions = 8192;
 
 size_t glue_instructions(const llvm::Module& module, const std::set<std::string>& glue) {
@@ -255,8 +261,12 @@ std::unique_ptr<llvm::Module> split_glue(llvm::Module& module, const std::set<st
   for (llvm::Function& f : *nests) {
     if (f.isDeclaration()) f.removeFnAttr(kGlueFunctionAttr);
   }
+  std::set<llvm::Function*> moved;
   for (llvm::Function& f : module) {
-    if (!f.isDeclaration() && !is_glue(f)) f.deleteBody();
+    if (!f.isDeclaration() && !is_glue(f)) {
+      f.deleteBody();
+      moved.insert(&f);
+    }
   }
   for (const auto& [name, entries] : used_lists) {
     std::vector<llvm::GlobalValue*> glue_side, nests_side;
@@ -276,6 +286,14 @@ std::unique_ptr<llvm::Module> split_glue(llvm::Module& module, const std::set<st
         llvm::appendToUsed(*m, values);
       }
     }
+  }
+  // Functions of the loop nests that the glue does not call (the parallel bodies, the vector
+  // math helpers) are not declared in it.
+  for (auto it = module.begin(); it != module.end();) {
+    llvm::Function& f = *it++;
+    if (moved.count(&f) == 0) continue;
+    f.removeDeadConstantUsers();
+    if (f.use_empty()) f.eraseFromParent();
   }
   // Constants only the other module used.
   for (llvm::Module* m : {&module, nests.get()}) {
@@ -402,6 +420,35 @@ struct OrcEngine::Impl {
     return key;
   }
 
+  // One module optimized and compiled to an object, with its optimized IR and assembly when
+  // asked for.
+  struct CompiledPart {
+    std::unique_ptr<llvm::MemoryBuffer> object;
+    std::string optimized_ir;
+    std::string assembly;
+  };
+
+  // `glue_only`: the module holds glue only (no module pipeline); `fast_codegen`: compiled by
+  // a machine at CodeGenOptLevel::None (large glue, see split_glue).
+  CompiledPart compile_part(llvm::Module& part, bool glue_only, bool fast_codegen, bool want_ir,
+                            bool want_asm) {
+    CompiledPart out;
+    std::unique_ptr<llvm::TargetMachine> machine = borrow_machine(fast_codegen);
+    try {
+      // A T.vectorized loop that LLVM leaves scalar is logged with LLVM's reasons.
+      watch_vectorization(part, [&] { optimize(part, *machine, options.opt_level, glue_only); });
+      if (want_ir) out.optimized_ir = module_text(part);
+      if (want_asm) out.assembly = assembly_text(part, *machine);
+      llvm::orc::SimpleCompiler compiler(*machine);
+      out.object = take(compiler(part), "LLVM code generation failed");
+    } catch (...) {
+      return_machine(std::move(machine), fast_codegen);
+      throw;
+    }
+    return_machine(std::move(machine), fast_codegen);
+    return out;
+  }
+
   // Verifies, optimizes and compiles `module` to objects (one, or glue and loop nests: see
   // split_glue); its optimized IR goes to `optimized` (when not null) if the engine keeps it,
   // and the texts `dumps` asks for to it.
@@ -424,38 +471,81 @@ struct OrcEngine::Impl {
     // The parts, each with whether it is glue only.
     const std::set<std::string> glue =
         options.opt_level > 0 ? glue_function_names(module) : std::set<std::string>();
-    const bool apart = !glue.empty() && glue_instructions(module, glue) >= kGlueApartInstructions;
-    std::unique_ptr<llvm::Module> nests = apart ? split_glue(module, glue) : nullptr;
-    std::vector<std::pair<llvm::Module*, bool>> parts{{&module, nests != nullptr}};
-    if (nests != nullptr) {
-      parts.emplace_back(nests.get(), false);
-    } else if (apart) {
-      parts[0].second = std::all_of(module.begin(), module.end(), [&](const llvm::Function& f) {
-        return f.isDeclaration() || glue.count(f.getName().str()) > 0;
-      });
-    }
+    const size_t glue_size = glue.empty() ? 0 : glue_instructions(module, glue);
+    const bool large_glue = glue_size >= kGlueApartInstructions;
+    // Small glue is compiled apart too, on a second thread, when the host has one: its light
+    // pipeline and code generation then overlap the loop nests' (a cold first call of a
+    // parallel vector add spends about 2 of its 9.5 ms on glue).
+    const bool overlap = !large_glue && glue_size > 0 && std::thread::hardware_concurrency() > 1;
+    std::unique_ptr<llvm::Module> nests =
+        large_glue || overlap ? split_glue(module, glue) : nullptr;
+    const bool want_text = (dumps != nullptr && dumps->want_optimized_ir) ||
+                           (options.keep_optimized_ir && optimized != nullptr);
+    const bool want_asm = dumps != nullptr && dumps->want_assembly;
     std::vector<std::unique_ptr<llvm::MemoryBuffer>> objects;
     std::string optimized_text;
-    for (auto [part, glue_only] : parts) {
-      std::unique_ptr<llvm::TargetMachine> machine = borrow_machine(glue_only);
+    if (nests != nullptr && overlap) {
+      // The glue goes to its own context (LLVM contexts are not shared between threads), as
+      // bitcode, and is compiled by the optimizing code generator: a wrapper runs on every call.
+      // Where no thread can be started, it is compiled after the loop nests.
+      llvm::SmallVector<char, 0> bitcode;
+      llvm::raw_svector_ostream stream(bitcode);
+      llvm::WriteBitcodeToFile(module, stream);
+      CompiledPart wrapper, loops;
+      std::exception_ptr glue_error;
+      auto compile_glue = [&] {
+        try {
+          llvm::LLVMContext context;
+          llvm::Expected<std::unique_ptr<llvm::Module>> parsed = llvm::parseBitcodeFile(
+              llvm::MemoryBufferRef(llvm::StringRef(bitcode.data(), bitcode.size()), "glue"),
+              context);
+          PRIMJIT_ICHECK(static_cast<bool>(parsed))
+              << "the glue of a host module does not read back from bitcode: "
+              << llvm::toString(parsed.takeError());
+          wrapper = compile_part(**parsed, /*glue_only=*/true, /*fast_codegen=*/false, want_text,
+                                 want_asm);
+        } catch (...) {
+          glue_error = std::current_exception();
+        }
+      };
+      std::thread worker;
       try {
-        // A T.vectorized loop that LLVM leaves scalar is logged with LLVM's reasons.
-        watch_vectorization(*part,
-                            [&] { optimize(*part, *machine, options.opt_level, glue_only); });
-        if ((dumps != nullptr && dumps->want_optimized_ir) ||
-            (options.keep_optimized_ir && optimized != nullptr)) {
-          optimized_text += module_text(*part);
-        }
-        if (dumps != nullptr && dumps->want_assembly) {
-          dumps->assembly += assembly_text(*part, *machine);
-        }
-        llvm::orc::SimpleCompiler compiler(*machine);
-        objects.push_back(take(compiler(*part), "LLVM code generation failed"));
+        worker = std::thread(compile_glue);
+      } catch (const std::system_error&) {
+        // No thread to be had: the glue is compiled after the loop nests, below.
+      }
+      try {
+        loops = compile_part(*nests, false, false, want_text, want_asm);
       } catch (...) {
-        return_machine(std::move(machine), glue_only);
+        if (worker.joinable()) worker.join();
         throw;
       }
-      return_machine(std::move(machine), glue_only);
+      if (worker.joinable()) {
+        worker.join();
+      } else {
+        compile_glue();
+      }
+      if (glue_error) std::rethrow_exception(glue_error);
+      for (CompiledPart* part : {&wrapper, &loops}) {
+        objects.push_back(std::move(part->object));
+        optimized_text += part->optimized_ir;
+        if (want_asm) dumps->assembly += part->assembly;
+      }
+    } else {
+      std::vector<std::pair<llvm::Module*, bool>> parts{{&module, nests != nullptr}};
+      if (nests != nullptr) {
+        parts.emplace_back(nests.get(), false);
+      } else if (large_glue) {
+        parts[0].second = std::all_of(module.begin(), module.end(), [&](const llvm::Function& f) {
+          return f.isDeclaration() || glue.count(f.getName().str()) > 0;
+        });
+      }
+      for (auto [part, glue_only] : parts) {
+        CompiledPart compiled = compile_part(*part, glue_only, glue_only, want_text, want_asm);
+        objects.push_back(std::move(compiled.object));
+        optimized_text += compiled.optimized_ir;
+        if (want_asm) dumps->assembly += compiled.assembly;
+      }
     }
     if (dumps != nullptr && dumps->want_optimized_ir) dumps->optimized_ir = optimized_text;
     if (options.keep_optimized_ir && optimized != nullptr) *optimized = std::move(optimized_text);

@@ -398,11 +398,9 @@ TEST(HostCodegen, LoopsOfSixteensGetAVectorStepThatDividesSixteen) {
   EXPECT_EQ(interleave_hints(sixteens, "float32"), (Counts{"2"}));
   EXPECT_EQ(interleave_hints(sixteens, "float64"), (Counts{"4"}));
   EXPECT_EQ(interleave_hints(sixteens, "int8"), Counts{});
-  EXPECT_EQ(interleave_hints("    for i in range(n // 32 * 32):\n        B[i] = A[i]\n",
-                             "float32"),
+  EXPECT_EQ(interleave_hints("    for i in range(n // 32 * 32):\n        B[i] = A[i]\n", "float32"),
             Counts{});
-  EXPECT_EQ(interleave_hints("    for i in range(n):\n        B[i] = A[i]\n", "float32"),
-            Counts{});
+  EXPECT_EQ(interleave_hints("    for i in range(n):\n        B[i] = A[i]\n", "float32"), Counts{});
   EXPECT_EQ(interleave_hints("    for i in range(16):\n        B[i] = A[i]\n", "float32"),
             Counts{});
   // Only the innermost loop of a nest.
