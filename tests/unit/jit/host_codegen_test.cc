@@ -367,11 +367,8 @@ def f(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
   EXPECT_NE(ir.find("(i64 %begin, i64 %end, ptr noalias %closure)"), std::string::npos) << ir;
 }
 
-// A symbolic trip count known to be a multiple of 16 but not of 32 (a bucketed variant's
-// `n_16 * 16`) gets the interleave count that makes the vector step 16: 2 for float32, 4 for
-// float64; multiples of 32, constant trip counts, loops holding a loop and narrow elements get
-// none (LLVM's own choice).
-std::vector<std::string> interleave_hints(const std::string& body, const std::string& dtype) {
+// f(A, B): two vectors of `dtype` and length n, then `body`.
+std::string two_vectors(const std::string& body, const std::string& dtype) {
   std::string text = R"(
 @T.prim_func
 def f(a: T.handle, b: T.handle):
@@ -383,7 +380,16 @@ def f(a: T.handle, b: T.handle):
   for (size_t at = text.find("DT"); at != std::string::npos; at = text.find("DT", at)) {
     text.replace(at, 2, dtype);
   }
-  std::string ir = to_llvm_text(codegen_llvm(passes::lower_for_host(lower(text))));
+  return text;
+}
+
+// A symbolic trip count known to be a multiple of 16 but not of 32 (a bucketed variant's
+// `n_16 * 16`) gets the interleave count that makes the vector step 16: 2 for float32, 4 for
+// float64; multiples of 32, constant trip counts, loops holding a loop and narrow elements get
+// none (LLVM's own choice).
+std::vector<std::string> interleave_hints(const std::string& body, const std::string& dtype) {
+  std::string ir =
+      to_llvm_text(codegen_llvm(passes::lower_for_host(lower(two_vectors(body, dtype)))));
   std::vector<std::string> counts;
   const std::string key = "!\"llvm.loop.interleave.count\", i32 ";
   for (size_t at = ir.find(key); at != std::string::npos; at = ir.find(key, at + 1)) {
@@ -415,16 +421,9 @@ TEST(HostCodegen, LoopsOfSixteensGetAVectorStepThatDividesSixteen) {
 
 // The hinted loops compute what they did, for odd and even multiples of 16.
 TEST(HostCodegen, LoopsOfSixteensComputeEveryElement) {
-  Compiled f(R"(
-@T.prim_func
-def f(a: T.handle, b: T.handle):
-    T.func_attr({"target": T.target("llvm")})
-    n = T.int32()
-    A = T.match_buffer(a, (n,), "float32")
-    B = T.match_buffer(b, (n,), "float32")
-    for i in range(n // 16 * 16):
-        B[i] = A[i] * T.float32(2) + T.float32(1)
-)",
+  Compiled f(two_vectors("    for i in range(n // 16 * 16):\n"
+                         "        B[i] = A[i] * T.float32(2) + T.float32(1)\n",
+                         "float32"),
              "f");
   for (int64_t n : {15, 16, 31, 32, 48, 80, 95, 144, 272, 1000}) {
     HostTensor<float> a({n}, kF32), b({n}, kF32);
