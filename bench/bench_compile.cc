@@ -51,7 +51,7 @@ struct Example {
 };
 
 // bench_policy's matmul (bench/parallel_matmul.h), compiled once here.
-PrimFunc cpu_matmul() { return parse(kParallelMatmul)->lookup("matmul"); }
+PrimFunc cpu_matmul() { return parse(parallel_matmul_text())->lookup("matmul"); }
 
 const std::vector<Example>& examples() {
   static const std::vector<Example> all = {

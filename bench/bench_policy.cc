@@ -40,7 +40,7 @@ double ms_since(Clock::time_point start) {
 void BM_TwentyMatmulShapes(benchmark::State& state, Policy policy) {
   std::vector<MatmulOperands> operands;
   for (int64_t n : matmul_sizes()) operands.emplace_back(n);
-  PrimFunc func = parse(kParallelMatmul)->lookup("matmul");
+  PrimFunc func = parse(parallel_matmul_text())->lookup("matmul");
   double compiles = 0, compile_ms = 0, steady_ms = 0;
   for (auto _ : state) {
     state.PauseTiming();

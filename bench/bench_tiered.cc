@@ -136,7 +136,7 @@ BENCHMARK_CAPTURE(BM_NewShapeFirstCall, exact, kExactMode)
 void BM_MatmulAfterSwitch(benchmark::State& state, Mode mode) {
   std::vector<MatmulOperands> operands;
   for (int64_t n : matmul_sizes()) operands.emplace_back(n);
-  PrimFunc func = parse(kParallelMatmul)->lookup("matmul");
+  PrimFunc func = parse(parallel_matmul_text())->lookup("matmul");
   double first_ms = 0, steady_ms = 0;
   for (auto _ : state) {
     state.PauseTiming();

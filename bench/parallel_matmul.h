@@ -10,13 +10,10 @@
 
 namespace primjit::bench {
 
-// The same product in 32 x 32 tiles of C with guards for partial tiles, the way a schedule
-// tiles a matmul whose sizes are not known: exact variants fold the guards of whole tiles;
-// kDynamic's variant folds them only on its fast path (VersionLoops, M and N multiples of 32).
-// The tile rows are `{outer}`: T.parallel or range.
-inline constexpr const char* kTiledMatmulTemplate = R"(
-@T.prim_func
-def tiled_matmul(a: T.handle, b: T.handle, c: T.handle):
+// `def <name>(a, b, c)` with C = A @ B's float32 buffers, M x K by K x N, every dimension
+// symbolic; the loops (`body`) follow.
+inline std::string matmul_function(const std::string& name, const std::string& body) {
+  return "@T.prim_func\ndef " + name + R"((a: T.handle, b: T.handle, c: T.handle):
     T.func_attr({"target": T.target("llvm")})
     M = T.int32()
     N = T.int32()
@@ -24,7 +21,17 @@ def tiled_matmul(a: T.handle, b: T.handle, c: T.handle):
     A = T.match_buffer(a, (M, K), "float32")
     B = T.match_buffer(b, (K, N), "float32")
     C = T.match_buffer(c, (M, N), "float32")
-    for io in {outer}((M + 31) // 32):
+)" + body;
+}
+
+// The same product in 32 x 32 tiles of C with guards for partial tiles, the way a schedule
+// tiles a matmul whose sizes are not known: exact variants fold the guards of whole tiles;
+// kDynamic's variant folds them only on its fast path (VersionLoops, M and N multiples of 32).
+// The tile rows in parallel or serial.
+inline std::string tiled_matmul_text(bool parallel) {
+  return matmul_function(
+      "tiled_matmul",
+      std::string("    for io in ") + (parallel ? "T.parallel" : "range") + R"(((M + 31) // 32):
         for jo in range((N + 31) // 32):
             for ii in range(32):
                 for ji in range(32):
@@ -35,32 +42,19 @@ def tiled_matmul(a: T.handle, b: T.handle, c: T.handle):
                     for ji in range(32):
                         if io * 32 + ii < M and jo * 32 + ji < N:
                             C[io * 32 + ii, jo * 32 + ji] = C[io * 32 + ii, jo * 32 + ji] + A[io * 32 + ii, k] * B[k, jo * 32 + ji]
-)";
-
-// The tiled matmul's text with its tile rows in parallel or serial.
-inline std::string tiled_matmul_text(bool parallel) {
-  std::string text = kTiledMatmulTemplate;
-  text.replace(text.find("{outer}"), 7, parallel ? "T.parallel" : "range");
-  return text;
+)");
 }
 
-inline constexpr const char* kParallelMatmul = R"(
-@T.prim_func
-def matmul(a: T.handle, b: T.handle, c: T.handle):
-    T.func_attr({"target": T.target("llvm")})
-    M = T.int32()
-    N = T.int32()
-    K = T.int32()
-    A = T.match_buffer(a, (M, K), "float32")
-    B = T.match_buffer(b, (K, N), "float32")
-    C = T.match_buffer(c, (M, N), "float32")
-    for i in T.parallel(M):
+// Rows in parallel, a row of C zeroed and then accumulated over k.
+inline std::string parallel_matmul_text() {
+  return matmul_function("matmul", R"(    for i in T.parallel(M):
         for j in range(N):
             C[i, j] = T.float32(0)
         for k in range(K):
             for j in range(N):
                 C[i, j] = C[i, j] + A[i, k] * B[k, j]
-)";
+)");
+}
 
 /// The 20 square sizes the benchmarks call it with: 16 multiples of 16 (48 .. 288) and 4 others.
 inline std::vector<int64_t> matmul_sizes() {

@@ -43,16 +43,19 @@ TEST(HostGlue, ModuleSizeIsLinearInTheNumberOfParameters) {
   EXPECT_LT(large, size_t{16} << 20);
 }
 
-struct Vector {
+// A float32 tensor of any shape over `storage` elements of `fill` (the argument checks use
+// shapes far larger than their storage: the checks read no data).
+struct Tensor {
   std::vector<float> data;
-  int64_t shape[1];
+  std::vector<int64_t> shape;
   DLTensor dl{};
-  explicit Vector(int64_t n) : data(static_cast<size_t>(n), 1.0f), shape{n} {
+  explicit Tensor(std::vector<int64_t> dims, size_t storage = 64, float fill = 0.0f)
+      : data(storage, fill), shape(std::move(dims)) {
     dl.data = data.data();
     dl.device = {kDLCPU, 0};
-    dl.ndim = 1;
+    dl.ndim = static_cast<int32_t>(shape.size());
     dl.dtype = {kDLFloat, 32, 1};
-    dl.shape = shape;
+    dl.shape = shape.data();
   }
   PJValue arg() {
     PJValue v{};
@@ -60,6 +63,11 @@ struct Vector {
     v.v_ptr = &dl;
     return v;
   }
+};
+
+// n float32 ones.
+struct Vector : Tensor {
+  explicit Vector(int64_t n) : Tensor({n}, static_cast<size_t>(n), 1.0f) {}
 };
 
 // A thousand parameters compile, run, and a bad last argument still gets the whole message.
@@ -258,26 +266,6 @@ def g(a: T.handle, b: T.handle, c: T.handle, n: T.int32, x: T.float32):
     for i in range(k):
         B[i] = A[i, 0] + x
 )";
-
-// A float32 tensor of any shape for the argument checks.
-struct Tensor {
-  std::vector<float> data;
-  std::vector<int64_t> shape;
-  DLTensor dl{};
-  explicit Tensor(std::vector<int64_t> dims) : data(64, 0.0f), shape(std::move(dims)) {
-    dl.data = data.data();
-    dl.device = {kDLCPU, 0};
-    dl.ndim = static_cast<int32_t>(shape.size());
-    dl.dtype = {kDLFloat, 32, 1};
-    dl.shape = shape.data();
-  }
-  PJValue arg() {
-    PJValue v{};
-    v.type_index = kPJDLTensorPtr;
-    v.v_ptr = &dl;
-    return v;
-  }
-};
 
 // The table's checks (T.check_args, one runtime call) report what the generated asserts they
 // replace did, word for word, and in their order: every early check (type, null, ndim, dtype,
