@@ -82,21 +82,23 @@ void BackgroundCompiles::unreserve() { finished(); }
 
 void BackgroundCompiles::run(Job job) {
   BackgroundQueue::Job queued{shared_from_this(), std::move(job)};
+  BackgroundQueue& queue = BackgroundQueue::get();
   bool closed;
   {
+    // closed_ is read and the job queued under one lock, so close() (which sets closed_
+    // before it sweeps the queue) either sees the job to cancel or this sees closed_.
     std::lock_guard<std::mutex> lock(mutex_);
     closed = closed_;
+    if (!closed) {
+      std::lock_guard<std::mutex> queue_lock(queue.mutex);
+      queue.jobs.push_back(std::move(queued));
+      if (queue.threads >= queue.max_threads) return;  // a running thread will take it
+      ++queue.threads;
+    }
   }
   if (closed) {  // reserved before close() began: close() waits for it, cancelled here
     BackgroundQueue::run(queued, /*cancelled=*/true);
     return;
-  }
-  BackgroundQueue& queue = BackgroundQueue::get();
-  {
-    std::lock_guard<std::mutex> lock(queue.mutex);
-    queue.jobs.push_back(std::move(queued));
-    if (queue.threads >= queue.max_threads) return;  // a running thread will take it
-    ++queue.threads;
   }
   try {
     std::thread([&queue] { queue.drain(); }).detach();
@@ -126,11 +128,6 @@ void BackgroundCompiles::close() {
   for (BackgroundQueue::Job& job : cancelled) BackgroundQueue::run(job, /*cancelled=*/true);
   std::unique_lock<std::mutex> lock(mutex_);
   idle_.wait(lock, [&] { return pending_ == 0; });
-}
-
-int BackgroundCompiles::pending() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return pending_;
 }
 
 void BackgroundCompiles::hold_for_testing(bool held) {

@@ -45,8 +45,6 @@ class BackgroundCompiles : public std::enable_shared_from_this<BackgroundCompile
   /// Cancels the jobs that have not started (each runs with `cancelled` true, here) and waits
   /// for the running ones. Afterwards reserve() answers kClosed.
   void close();
-  /// Jobs queued or running (places taken).
-  int pending();
 
   /// For tests: while held, background threads start no job (jobs stay queued, and close()
   /// cancels them). Affects every Jit of the process.

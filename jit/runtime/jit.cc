@@ -253,26 +253,33 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
 // A failed compile counts as a miss but is not cached: the next call with the key compiles
 // again. Its reason stays, marked with `suffix`; its key no longer counts toward the recompile
 // limit. `keep_entry` (a background compile of a tiered kernel) leaves the failed entry in the
-// cache instead, evicted like a variant (so that failures of ever new keys do not fill the
-// map): tiered calls with its key then run the generic variant and do not compile it again;
-// a lookup that waits for its variant drops it and compiles (see wait_for_variant).
+// cache instead while there is room (it is evicted before any variant, so that failures of
+// ever new keys neither fill the map nor push out working variants): tiered calls with its key
+// then run the generic variant and do not compile it again; a lookup that waits for its
+// variant drops it and compiles (see wait_for_variant). The entry's future is set already;
+// the counters move last, once the cache and the history say what they count.
 void forget_failed_compile(Jit::State& jit, Kernel::State& k, uint64_t hash,
                            const std::shared_ptr<Entry>& entry, const std::vector<int64_t>& key,
                            uint64_t reason_index, bool keep_entry,
                            const char* suffix = " (failed)") {
-  ++k.misses;
-  ++k.failed;
   if (keep_entry) {
     {
+      // Only while the map still holds it: a waiting lookup may have dropped it and cached a
+      // new entry under the hash since the future was set (lock order as in evict_if_needed).
       std::lock_guard<std::mutex> lock(jit.cache.lru_mutex);
-      jit.cache.lru[hash] = entry;
+      jit::VariantCache::Map::const_accessor acc;
+      if (jit.cache.map.find(acc, hash) && acc->second == entry) jit.cache.lru[hash] = entry;
     }
-    jit.cache.evict_if_needed(jit.options.cache_capacity, hash);
+    jit.cache.evict_if_needed(jit.options.cache_capacity);
   } else {
     jit.cache.forget(hash, entry);
   }
-  std::lock_guard<std::mutex> lock(k.mutex);
-  k.history.forget_failed(key, hash, reason_index, suffix);
+  {
+    std::lock_guard<std::mutex> lock(k.mutex);
+    k.history.forget_failed(key, hash, reason_index, suffix);
+  }
+  ++k.misses;
+  ++k.failed;
 }
 
 // Compiling or loading code while the call's stream captures a CUDA graph would break the

@@ -60,7 +60,7 @@ PJValue run_interpreted(const Variant& v, std::span<const Arg> args) {
   return out;
 }
 
-void VariantCache::evict_if_needed(size_t capacity, uint64_t keep_hash) {
+void VariantCache::evict_if_needed(size_t capacity, std::optional<uint64_t> keep_hash) {
   std::lock_guard<std::mutex> lock(lru_mutex);
   while (lru.size() > capacity) {
     uint64_t victim = 0;
@@ -76,6 +76,8 @@ void VariantCache::evict_if_needed(size_t capacity, uint64_t keep_hash) {
       uint64_t used = e->last_use.load();
       if (ready && e->future.get().variant != nullptr) {
         used = std::max(used, e->future.get().variant->last_use.load());
+      } else if (ready) {
+        used = 0;  // a failed compile kept by a tiered kernel goes before any variant
       }
       if (it->first != keep_hash && ready && used < oldest) {
         oldest = used;

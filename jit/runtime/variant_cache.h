@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -303,9 +304,10 @@ struct VariantCache {
   std::mutex lru_mutex;
   std::map<uint64_t, std::weak_ptr<Entry>> lru;
 
-  /// Evicts the least recently used finished entries, except `keep_hash`, until at most
-  /// `capacity` remain; kernels holding an evicted variant among their recent ones drop it.
-  void evict_if_needed(size_t capacity, uint64_t keep_hash);
+  /// Evicts finished entries, except `keep_hash`'s, until at most `capacity` remain: failed
+  /// compiles first, then the least recently used variants; kernels holding an evicted variant
+  /// among their recent ones drop it.
+  void evict_if_needed(size_t capacity, std::optional<uint64_t> keep_hash = std::nullopt);
   /// Removes `entry` (key hash `hash`) from the map and the LRU, unless another entry has
   /// replaced it there.
   void forget(uint64_t hash, const std::shared_ptr<Entry>& entry);

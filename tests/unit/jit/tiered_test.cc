@@ -463,8 +463,8 @@ TEST(Tiered, AWaitingLookupCompilesAgainWhatFailedInTheBackground) {
 }
 
 // Failed background compiles stay in the Jit's cache as entries that the cache's capacity
-// counts and evicts like variants (shapes that keep failing do not fill memory): once evicted,
-// a tiered call with its key compiles it again.
+// counts, evicted before any variant (shapes that keep failing neither fill memory nor push
+// out working variants): once evicted, a tiered call with its key compiles it again.
 TEST(Tiered, TheCacheCapacityBoundsFailedBackgroundCompiles) {
   JitOptions options = tiered_options();
   options.cache_capacity = 2;
@@ -473,10 +473,16 @@ TEST(Tiered, TheCacheCapacityBoundsFailedBackgroundCompiles) {
   Vectors v8(8), v32(32), v40(40), v48(48);
   k(v8.a, v8.b, v8.c);
   wait_for_switch_overs(k, 1);
+  // The cache holds the generic variant and n = 8's: each failure is evicted as it comes.
   fail_in_background(k, v32, 3);
   fail_in_background(k, v40, 4);
-  fail_in_background(k, v48, 5);  // evicts n = 32's failure (the generic variant is in use)
+  fail_in_background(k, v48, 5);
   size_t reasons = k.stats().reasons.size();
+  v8.clear();
+  k(v8.a, v8.b, v8.c);
+  EXPECT_TRUE(v8.added());
+  EXPECT_EQ(k.stats().reasons.size(), reasons) << "a failure pushed out n = 8's variant";
+  EXPECT_EQ(k.stats().evictions, 0u) << "a variant was evicted for a failure";
   v32.clear();
   k(v32.a, v32.b, v32.c);
   EXPECT_TRUE(v32.added());
