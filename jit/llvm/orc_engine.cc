@@ -201,8 +201,8 @@ bool used_outside(const llvm::GlobalValue& value, const Inside& inside) {
 // machine at CodeGenOptLevel::None (fast register allocation), and the loop nests keep the full
 // pipeline and code generator (whose module passes then never walk the glue). Local functions
 // called across the two become external under their own names (primjit's code generator
-// suffixes every name per image, so they stay unique in the JIT session); local constants are
-// copied to both.
+// suffixes every name per image, the vector math helpers through the module's name, so they
+// stay unique in the JIT session); local constants are copied to both.
 std::unique_ptr<llvm::Module> split_glue(llvm::Module& module, const std::set<std::string>& glue) {
   auto is_glue = [&](const llvm::Function& f) { return glue.count(f.getName().str()) > 0; };
   bool any_glue = false, any_other = false;

@@ -98,12 +98,15 @@ bool variant_available(const std::string& libm, int arity) {
 #endif
 }
 
-// `internal <lanes x T> @primjit_vmath_<scalar name>_<lanes>(<lanes x T> ...)`: the host's
-// float64 variant applied chunk by chunk (the last chunk padded with zeros), float32 extended
-// before and rounded after.
+// `internal <lanes x T> @primjit_vmath_<scalar name>_<lanes>.<module>(<lanes x T> ...)`: the
+// host's float64 variant applied chunk by chunk (the last chunk padded with zeros), float32
+// extended before and rounded after. Like every other name of a host module, it carries the
+// module's per-image name: a module compiled in two parts (split_glue) exports the helpers
+// that both parts call, and two images' helpers must not meet in one JIT session.
 llvm::Function* vector_helper(llvm::Module& m, const std::string& libm, int arity,
                               llvm::Type* element, int lanes) {
-  std::string name = "primjit_vmath_" + scalar_name(libm, element) + "_" + std::to_string(lanes);
+  std::string name = "primjit_vmath_" + scalar_name(libm, element) + "_" + std::to_string(lanes) +
+                     "." + m.getModuleIdentifier();
   if (llvm::Function* f = m.getFunction(name)) return f;
   llvm::LLVMContext& ctx = m.getContext();
   auto* vt = llvm::FixedVectorType::get(element, lanes);

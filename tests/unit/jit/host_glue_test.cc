@@ -188,6 +188,46 @@ TEST(HostGlue, SmallGlueCompilesBesideTheLoopNests) {
   engine.remove(key);
 }
 
+// A loop that VectorizeLoop turns into vector code leaves its function loopless (glue) calling
+// a vector math helper, which the split exports: the helpers of two images linked into one
+// engine must not clash.
+TEST(HostGlue, TwoImagesExportingVectorMathHelpersLinkTogether) {
+  auto text = [](const std::string& name, const std::string& scale) {
+    return "@T.prim_func\ndef " + name +
+           R"((A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    T.func_attr({"target": T.target("llvm")})
+    for i in T.vectorized(8):
+        B[i] = T.log(A[i]) * T.float32()" +
+           scale + ")\n";
+  };
+  OrcEngine engine;
+  engine.register_runtime_once(register_host_runtime);
+  std::vector<OrcEngine::ModuleKey> keys;
+  std::vector<PJPackedFunc> fns;
+  for (const auto& [name, scale] : {std::pair("one", "1"), std::pair("two", "2")}) {
+    IRModule lowered = lower(text(name, scale));
+    if (to_llvm_text(codegen_llvm(passes::lower_for_host(lowered))).find("primjit_vmath_") ==
+        std::string::npos) {
+      GTEST_SKIP() << "no vector math library on this host";
+    }
+    HostImage image = compile_host(engine, lowered);
+    keys.push_back(engine.add_object(image.object, name));
+    fns.push_back(reinterpret_cast<PJPackedFunc>(engine.lookup(name + image.suffix)));
+  }
+  for (size_t f = 0; f < fns.size(); ++f) {
+    Vector a(8), b(8);
+    for (int i = 0; i < 8; ++i) a.data[static_cast<size_t>(i)] = 1.5f + static_cast<float>(i);
+    PJValue args[2] = {a.arg(), b.arg()};
+    call_packed(HostEntry{fns[f], nullptr}, args, 2);
+    for (int i = 0; i < 8; ++i) {
+      EXPECT_NEAR(b.data[static_cast<size_t>(i)],
+                  std::log(1.5f + static_cast<float>(i)) * static_cast<float>(f + 1), 1e-6f)
+          << f << " " << i;
+    }
+  }
+  for (OrcEngine::ModuleKey key : keys) engine.remove(key);
+}
+
 // Large glue and the loop nests are compiled to two objects, which one bundle carries
 // through a cache; a damaged bundle is an error that names the module.
 TEST(HostGlue, GlueAndLoopNestsLinkFromOneBundle) {
