@@ -22,9 +22,9 @@
 //             tracked as its source, and so are the views declared on it;
 //           - host code may pass a device pointer to a cuda kernel (a module call whose
 //             callee's target is cuda), not to another module function (a CPU helper would
-//             dereference it);
-//           - a region of another device target (an emu region in a cuda function) runs on
-//             the CPU: host code;
+//             dereference it); nor host memory to a kernel;
+//           - a region of another target (a CPU or emu region in a cuda function) runs on the
+//             CPU: host code, launches inside it included;
 //           - an address computation (an op of kind kPointer, e.g. T.address_of(A[i])) is not
 //             an access; its indices are. An extern function that dereferences a device
 //             pointer it is given cannot be seen here.
@@ -74,10 +74,20 @@ class DeviceMemoryChecker : public StmtExprVisitor {
 
   void visit(const AttrStmt* op) override {
     const auto* target = op->node.as<TargetNode>();
+    if (op->key == attr::kTarget && target != nullptr && target->kind != target_->kind &&
+        !on_device_) {
+      // A region of another target (a CPU or emu region) runs on the CPU, launches included.
+      const bool was = in_cpu_region_;
+      in_cpu_region_ = true;
+      StmtExprVisitor::visit(op);
+      in_cpu_region_ = was;
+      return;
+    }
     const bool launch = op->key == attr::kThreadExtent;
     const bool enters_device =
-        launch || op->key == attr::kDeviceScope ||
-        (op->key == attr::kTarget && target != nullptr && target->kind == target_->kind);
+        !in_cpu_region_ &&
+        (launch || op->key == attr::kDeviceScope ||
+         (op->key == attr::kTarget && target != nullptr && target->kind == target_->kind));
     if (on_device_ && launch) {
       // A nested launch's extent: LowerDeviceKernelLaunch has the host compute it.
       on_host(substitute(op->value, device_binds_));
@@ -94,7 +104,9 @@ class DeviceMemoryChecker : public StmtExprVisitor {
   // A thread-bound loop is device code (its own pass reports whether the target supports it);
   // its bounds are the host's.
   void visit(const For* op) override {
-    if (op->for_kind != ForKind::kThreadBinding || on_device_) return StmtExprVisitor::visit(op);
+    if (op->for_kind != ForKind::kThreadBinding || on_device_ || in_cpu_region_) {
+      return StmtExprVisitor::visit(op);
+    }
     visit_expr(op->min);
     visit_expr(op->extent);
     on_device_ = true;
@@ -105,12 +117,11 @@ class DeviceMemoryChecker : public StmtExprVisitor {
 
   void visit(const Bind* op) override {
     StmtExprVisitor::visit(op);
-    if (on_device_) device_binds_[op->var.get()] = op->value;
+    // Substituted as LowerDeviceKernelLaunch does: a Bind may use the region's earlier ones.
+    if (on_device_) device_binds_[op->var.get()] = substitute(op->value, device_binds_);
     if (!op->value.dtype().is_handle()) return;
     // A pointer computed from a tracked one points into the same memory.
-    post_order_visit(op->value, [&](const Ref<Object>& node) {
-      const auto* v = node.as<VarNode>();
-      if (v == nullptr) return;
+    for_each_pointer(op->value, [&](const VarNode* v) {
       if (auto it = device_data_.find(v); it != device_data_.end()) {
         device_data_.emplace(op->var.get(), it->second);
       } else if (auto h = host_data_.find(v); h != host_data_.end()) {
@@ -161,16 +172,39 @@ class DeviceMemoryChecker : public StmtExprVisitor {
     on_device_ = was;
   }
 
-  // A device pointer may go to a kernel, not to a function that runs on the CPU.
+  // The pointer variables `e` refers to: its variables, and the data of the buffers whose
+  // elements it takes the address of (T.address_of(A[4]) points into A).
+  template <typename F>
+  static void for_each_pointer(const Expr& e, const F& f) {
+    post_order_visit(e, [&](const Ref<Object>& node) {
+      if (const auto* v = node.as<VarNode>()) return f(v);
+      const auto* call = node.as<Call>();
+      if (call == nullptr || !call->op.defined() || call->op->op_kind != OpKind::kPointer) return;
+      for (const Expr& arg : call->args) {
+        if (const auto* load = arg.as<BufferLoad>()) f(load->buffer->data.get());
+      }
+    });
+  }
+
+  // A device pointer may go to a kernel, not to a function that runs on the CPU; a kernel may
+  // not be given host memory.
   void check_module_call(const Call* op) {
     const PrimFunc callee = module_->find(op->callee->name);
     if (!callee.defined()) return;  // VerifyWellFormed's to report
     const Target t = callee->target();
-    if (t.defined() && t->kind == target_->kind) return;
+    const bool kernel = t.defined() && t->kind == target_->kind;
     for (const Expr& arg : op->args) {
-      post_order_visit(arg, [&](const Ref<Object>& node) {
-        const auto* v = node.as<VarNode>();
-        if (v == nullptr) return;
+      for_each_pointer(arg, [&](const VarNode* v) {
+        if (kernel) {
+          auto h = host_data_.find(v);
+          if (h == host_data_.end()) return;
+          PRIMJIT_USER_ERROR() << "function '" << function_ << "' (target " << target_->kind
+                               << "): host code passes '" << h->second
+                               << "', allocated by host code in host memory, to kernel '"
+                               << op->callee->name << "', which runs on the device, in "
+                               << quote(print(Expr(op)))
+                               << ". Allocate it in the kernel, or pass a parameter buffer";
+        }
         auto it = device_data_.find(v);
         if (it == device_data_.end()) return;
         PRIMJIT_USER_ERROR() << "function '" << function_ << "' (target " << target_->kind
@@ -212,7 +246,8 @@ class DeviceMemoryChecker : public StmtExprVisitor {
   std::string function_;
   Target target_;
   bool on_device_ = false;
-  VarMap device_binds_;  // the current region's Binds, for what the host computes of it
+  bool in_cpu_region_ = false;  // inside a region of another target: never device code
+  VarMap device_binds_;         // the current region's Binds, for what the host computes of it
   std::unordered_map<const VarNode*, std::string> device_data_;  // data -> parameter buffer
   std::unordered_map<const VarNode*, std::string> host_data_;    // data -> host allocation
 };
