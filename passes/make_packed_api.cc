@@ -66,7 +66,8 @@ constexpr int kDLCPU = 1, kDLCUDA = 2;
 
 // Entries of a buffer parameter's record in the argument table (primjit/arg_table.h), counted
 // from its kind.
-constexpr size_t kFlags = 9, kDeviceIdParam = 11, kDeviceIdText = 12;
+constexpr size_t kFlags = 1 + kArgFlags, kDeviceIdParam = 1 + kArgDeviceIdParam,
+                 kDeviceIdText = 1 + kArgDeviceIdText;
 
 Expr i32(int64_t v) { return IntImm::make(DataType::Int(32), v); }
 Expr i64(int64_t v) { return IntImm::make(DataType::Int(64), v); }

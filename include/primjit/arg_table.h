@@ -59,6 +59,20 @@ enum ArgDimKind : int64_t {
   kArgDimMatch = 3,
 };
 
+/// Where each field of a tensor record lies, counted from the entry after its kind.
+enum ArgTensorField : int {
+  kArgNameText = 0,   // name_at, name_len
+  kArgDtypeText = 2,  // dtype_at, dtype_len
+  kArgNdim = 4,
+  kArgCode = 5,
+  kArgBits = 6,
+  kArgLanes = 7,
+  kArgFlags = 8,
+  kArgDeviceType = 9,
+  kArgDeviceIdParam = 10,
+  kArgDeviceIdText = 11,  // device_id_at, device_id_len
+};
+
 /// Entries of a tensor record before its dimension records, and of one dimension record.
 inline constexpr int kArgTensorEntries = 13;
 inline constexpr int kArgDimEntries = 5;

@@ -2,6 +2,7 @@
 
 #include <dlpack/dlpack.h>
 
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -10,8 +11,6 @@
 
 namespace primjit::jit {
 namespace {
-
-constexpr int64_t kDLCUDAManagedType = 13;
 
 PJValue int_value(int64_t v) {
   PJValue out{};
@@ -120,8 +119,8 @@ class ArgChecker {
   // Early (pass 1) or late (pass 2) checks of tensor parameter i, whose record is at `r`.
   int32_t check_tensor(int64_t i, const int64_t* r, int pass) {
     const DLTensor* x = tensor_of(args_[i]);
-    const std::string_view name = text(r);
-    const int64_t ndim = r[4];
+    const std::string_view name = text(r + kArgNameText);
+    const int64_t ndim = r[kArgNdim];
     const int64_t* dims = r + kArgTensorEntries;
     auto dim_path = [&](int64_t k) {
       return std::string(name) + ".shape[" + std::to_string(k) + "]";
@@ -132,9 +131,11 @@ class ArgChecker {
         return fail_on(i, "Mismatched " + std::string(name) + ".ndim", std::to_string(ndim),
                        ", got {}", {int_value(x->ndim)});
       }
-      if (x->dtype.code != r[5] || x->dtype.bits != r[6] || x->dtype.lanes != r[7]) {
+      if (x->dtype.code != r[kArgCode] || x->dtype.bits != r[kArgBits] ||
+          x->dtype.lanes != r[kArgLanes]) {
         return fail_on(
-            i, "Mismatched " + std::string(name) + ".dtype", text(r + 2), ", got {dtype}",
+            i, "Mismatched " + std::string(name) + ".dtype", text(r + kArgDtypeText),
+            ", got {dtype}",
             {int_value(x->dtype.code), int_value(x->dtype.bits), int_value(x->dtype.lanes)});
       }
       if (ndim == 0) return 0;
@@ -162,7 +163,7 @@ class ArgChecker {
                        {int_value(extent)});
       }
     }
-    const int64_t flags = r[8];
+    const int64_t flags = r[kArgFlags];
     if ((flags & kArgCompactStrides) != 0 && ndim > 0 && x->strides != nullptr) {
       int64_t expected = 1;  // the product of the later extents (wrapping like int64 IR)
       for (int64_t k = ndim - 1; k >= 0; --k) {
@@ -179,16 +180,16 @@ class ArgChecker {
                      {int_value(static_cast<int64_t>(x->byte_offset))});
     }
     const int64_t device = x->device.device_type;
-    const int64_t expected_device = r[9];
-    if (device != expected_device &&
-        !(expected_device == kDLCUDA && device == kDLCUDAManagedType)) {
+    const int64_t expected_device = r[kArgDeviceType];
+    if (device != expected_device && !(expected_device == kDLCUDA && device == kDLCUDAManaged)) {
       return fail_on(i, "Mismatched " + std::string(name) + ".device_type",
                      expected_device == kDLCPU ? "cpu" : "cuda", ", got {device}",
                      {int_value(device)});
     }
-    if (r[10] >= 0 && x->device.device_id != tensor_of(args_[r[10]])->device.device_id) {
-      return fail_on(i, "Mismatched " + std::string(name) + ".device_id", text(r + 11), ", got {}",
-                     {int_value(x->device.device_id)});
+    if (r[kArgDeviceIdParam] >= 0 &&
+        x->device.device_id != tensor_of(args_[r[kArgDeviceIdParam]])->device.device_id) {
+      return fail_on(i, "Mismatched " + std::string(name) + ".device_id",
+                     text(r + kArgDeviceIdText), ", got {}", {int_value(x->device.device_id)});
     }
     if (x->data == nullptr) {
       bool empty = false;  // an empty tensor (an extent 0) may have a null data pointer; a
@@ -221,19 +222,21 @@ inline bool all_pass(const PJValue* args, int32_t num_args, const int64_t* table
     if (!type_ok(kind, args[i].type_index)) return false;
     if (kind != kArgTensor) continue;
     const int64_t* r = at;
-    const int64_t ndim = r[4];
+    const int64_t ndim = r[kArgNdim];
     at += kArgTensorEntries + kArgDimEntries * ndim;
     const auto* x = static_cast<const DLTensor*>(args[i].v_ptr);
-    if (x == nullptr || x->ndim != ndim || x->dtype.code != r[5] || x->dtype.bits != r[6] ||
-        x->dtype.lanes != r[7]) {
+    if (x == nullptr || x->ndim != ndim || x->dtype.code != r[kArgCode] ||
+        x->dtype.bits != r[kArgBits] || x->dtype.lanes != r[kArgLanes]) {
       return false;
     }
-    const int64_t flags = r[8];
+    const int64_t flags = r[kArgFlags];
     const int64_t device = x->device.device_type;
     if (((flags & kArgZeroByteOffset) != 0 && x->byte_offset != 0) ||
-        (device != r[9] && !(r[9] == kDLCUDA && device == kDLCUDAManagedType)) ||
-        (r[10] >= 0 && x->device.device_id !=
-                           static_cast<const DLTensor*>(args[r[10]].v_ptr)->device.device_id)) {
+        (device != r[kArgDeviceType] &&
+         !(r[kArgDeviceType] == kDLCUDA && device == kDLCUDAManaged)) ||
+        (r[kArgDeviceIdParam] >= 0 &&
+         x->device.device_id !=
+             static_cast<const DLTensor*>(args[r[kArgDeviceIdParam]].v_ptr)->device.device_id)) {
       return false;
     }
     if (ndim == 0) {
@@ -305,13 +308,21 @@ std::string arg_table_problem(const int64_t* table, size_t size, size_t texts_si
       return "the record of tensor parameter " + std::to_string(i) + " is cut short";
     }
     const int64_t* r = table + at;
-    if (r[4] < 0 || (size - at - kArgTensorEntries) / kArgDimEntries < static_cast<size_t>(r[4])) {
+    if (r[kArgNdim] < 0 ||
+        (size - at - kArgTensorEntries) / kArgDimEntries < static_cast<size_t>(r[kArgNdim])) {
       return "tensor parameter " + std::to_string(i) + " has a bad ndim or too few dimensions";
     }
-    if (!text_ok(r) || !text_ok(r + 2) || !text_ok(r + 11)) {
+    if (!text_ok(r + kArgNameText) || !text_ok(r + kArgDtypeText) ||
+        !text_ok(r + kArgDeviceIdText)) {
       return "a text of tensor parameter " + std::to_string(i) + " is out of range";
     }
-    for (int64_t k = 0; k < r[4]; ++k) {
+    // The fields of DLDataType and DLDevice (compiled code compares them packed, as int32).
+    if (r[kArgCode] < 0 || r[kArgCode] > 255 || r[kArgBits] < 0 || r[kArgBits] > 255 ||
+        r[kArgLanes] < 0 || r[kArgLanes] > 65535 || r[kArgDeviceType] < 0 ||
+        r[kArgDeviceType] > INT32_MAX) {
+      return "tensor parameter " + std::to_string(i) + " has a dtype or device out of range";
+    }
+    for (int64_t k = 0; k < r[kArgNdim]; ++k) {
       const int64_t* d = r + kArgTensorEntries + kArgDimEntries * k;
       if (d[0] < kArgDimGenerated || d[0] > kArgDimMatch || !text_ok(d + 3)) {
         return "dimension " + std::to_string(k) + " of parameter " + std::to_string(i) +
@@ -319,7 +330,7 @@ std::string arg_table_problem(const int64_t* table, size_t size, size_t texts_si
       }
     }
     tensors[static_cast<size_t>(i)] = r;
-    at += kArgTensorEntries + kArgDimEntries * static_cast<size_t>(r[4]);
+    at += kArgTensorEntries + kArgDimEntries * static_cast<size_t>(r[kArgNdim]);
   }
   if (at != size) return "it has entries after its last parameter";
   for (int64_t i = 0; i < n; ++i) {
@@ -328,13 +339,13 @@ std::string arg_table_problem(const int64_t* table, size_t size, size_t texts_si
     auto earlier_tensor = [&](int64_t p) {
       return p >= 0 && p <= i && tensors[static_cast<size_t>(p)] != nullptr;
     };
-    if (r[10] != -1 && !earlier_tensor(r[10])) {
+    if (r[kArgDeviceIdParam] != -1 && !earlier_tensor(r[kArgDeviceIdParam])) {
       return "tensor parameter " + std::to_string(i) + " matches the device of no tensor";
     }
-    for (int64_t k = 0; k < r[4]; ++k) {
+    for (int64_t k = 0; k < r[kArgNdim]; ++k) {
       const int64_t* d = r + kArgTensorEntries + kArgDimEntries * k;
-      if (d[0] == kArgDimMatch &&
-          (!earlier_tensor(d[1]) || d[2] < 0 || d[2] >= tensors[static_cast<size_t>(d[1])][4])) {
+      if (d[0] == kArgDimMatch && (!earlier_tensor(d[1]) || d[2] < 0 ||
+                                   d[2] >= tensors[static_cast<size_t>(d[1])][kArgNdim])) {
         return "dimension " + std::to_string(k) + " of parameter " + std::to_string(i) +
                " matches no dimension of a tensor parameter";
       }
@@ -353,15 +364,16 @@ int32_t check_packed_args(const PJValue* args, int32_t num_args, const char* sig
 
 }  // namespace primjit::jit
 
-// The runtime symbol compiled host code calls: the good call's path is all_pass alone.
+// The runtime symbol compiled host code calls: the good call's path is all_pass alone (the
+// detailed check decides when the two disagree, as in the interpreter).
 extern "C" int32_t primjit_rt_check_args(const PJValue* args, int32_t num_args,
                                          const char* signature, const char* texts,
                                          const int64_t* table) {
-  if (primjit::jit::all_pass(args, num_args, table)) [[likely]] {
+  std::string message;
+  if (primjit::jit::check_packed_args(args, num_args, signature, texts, table, &message) == 0)
+      [[likely]] {
     return 0;
   }
-  std::string message;
-  primjit::jit::first_failure(args, num_args, signature, texts, table, &message);
   primjit::jit::set_last_error(std::move(message));
   return -1;
 }

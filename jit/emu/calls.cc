@@ -200,7 +200,8 @@ class CheckArgsNode : public CExpr {
     Scalar args = args_->eval(ex);
     const int64_t num_args = num_args_->eval(ex).i;
     if (args.u != 0 && num_args == table_[0] && num_args > 0) {
-      check_access(ex, args, 0, 16 * num_args, false, AccessDesc{"T.check_args of a PJValue"});
+      check_access(ex, args, 0, static_cast<int64_t>(sizeof(PJValue)) * num_args, false,
+                   AccessDesc{"T.check_args of a PJValue"});
     }
     std::string message;
     if (check_packed_args(reinterpret_cast<const PJValue*>(args.u), static_cast<int32_t>(num_args),

@@ -108,7 +108,7 @@ Allocation* Session::register_tensor(DLTensor* t, const std::string& name) {
     tensors_.emplace(t, header);
     return header;
   }
-  if (t->ndim > 0 && t->shape != nullptr) {
+  if (t->ndim > 0) {
     header->shape = add("shape of " + name, AllocKind::kShapeArray, t->shape, t->ndim * 8);
   }
   if (t->ndim > 0 && t->strides != nullptr) {

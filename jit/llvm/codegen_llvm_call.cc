@@ -88,23 +88,25 @@ class FastArgChecks {
       all(type_ok);
       if (kind != kArgTensor) continue;
       const size_t r = at;  // the tensor record
-      const int64_t ndim = entry(r + 4);
+      const int64_t ndim = entry(r + kArgNdim);
       at += kArgTensorEntries + kArgDimEntries * static_cast<size_t>(ndim);
       Value* x = load(b_.getPtrTy(), args, 16 * i + 8);
       guard(b_.CreateIsNotNull(x));
       tensors[static_cast<size_t>(i)] = x;
       all(b_.CreateICmpEQ(load(b_.getInt32Ty(), x, 16), b_.getInt32(static_cast<uint32_t>(ndim))));
-      const uint64_t dtype = table[r + 5] | table[r + 6] << 8 | table[r + 7] << 16;
+      const uint64_t dtype =
+          table[r + kArgCode] | table[r + kArgBits] << 8 | table[r + kArgLanes] << 16;
       all(b_.CreateICmpEQ(load(b_.getInt32Ty(), x, 20), b_.getInt32(static_cast<uint32_t>(dtype))));
-      const int64_t flags = entry(r + 8);
+      const int64_t flags = entry(r + kArgFlags);
       if ((flags & kArgZeroByteOffset) != 0) all(b_.CreateIsNull(load(b_.getInt64Ty(), x, 40)));
       Value* device = load(b_.getInt32Ty(), x, 8);
-      Value* device_ok = b_.CreateICmpEQ(device, b_.getInt32(static_cast<uint32_t>(entry(r + 9))));
-      if (entry(r + 9) == kDLCUDA) {
+      Value* device_ok =
+          b_.CreateICmpEQ(device, b_.getInt32(static_cast<uint32_t>(entry(r + kArgDeviceType))));
+      if (entry(r + kArgDeviceType) == kDLCUDA) {
         device_ok = b_.CreateOr(device_ok, b_.CreateICmpEQ(device, b_.getInt32(kDLCUDAManaged)));
       }
       all(device_ok);
-      if (const int64_t p = entry(r + 10); p >= 0) {
+      if (const int64_t p = entry(r + kArgDeviceIdParam); p >= 0) {
         all(b_.CreateICmpEQ(load(b_.getInt32Ty(), x, 12),
                             load(b_.getInt32Ty(), tensors[static_cast<size_t>(p)], 12)));
       }

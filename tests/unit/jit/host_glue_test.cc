@@ -417,6 +417,11 @@ def f(self_handle: T.handle, args: T.handle, num_args: T.int32, result: T.handle
   EXPECT_ERROR_CONTAINS(
       codegen_llvm(module_with("1, 1, 0, 99, 1, 7, 1, 2, 32, 1, 3, 1, -1, 0, 0, 2, 4, 0, 0, 0")),
       "a text of tensor parameter 0 is out of range");
+  // Code 258, bits 0 would pack (compiled code compares code | bits << 8 | lanes << 16) as
+  // code 2, bits 1.
+  EXPECT_ERROR_CONTAINS(
+      codegen_llvm(module_with("1, 1, 0, 1, 1, 7, 1, 258, 0, 1, 3, 1, -1, 0, 0, 2, 4, 0, 0, 0")),
+      "tensor parameter 0 has a dtype or device out of range");
 }
 
 // A kernel compiles the functions its entry reaches, found by name: another function whose
