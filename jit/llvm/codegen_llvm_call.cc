@@ -198,7 +198,7 @@ Value* FunctionCodegen::field_ptr(const Call* op, int* field) {
   Value* element = base;
   if (is_value_field(*field)) {  // element i of a PJValue array
     Value* i = index ? static_cast<Value*>(b_.getInt64(*index))
-                     : b_.CreateSExt(visit_expr(op->args[1]), b_.getInt64Ty());
+                     : to_i64(visit_expr(op->args[1]), op->args[1].dtype());
     element = b_.CreateInBoundsGEP(b_.getInt8Ty(), base, b_.CreateMul(i, b_.getInt64(16)));
   }
   return b_.CreateInBoundsGEP(b_.getInt8Ty(), element, b_.getInt64(dltensor_offset(*field)));
@@ -411,8 +411,8 @@ Value* FunctionCodegen::launch_kernel(const Call* op) {
     b_.CreateStore(slot, b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), arg_ptrs, i));
   }
   for (size_t i = 0; i < num_launch; ++i) {
-    Value* v = visit_expr(op->args[1 + num_params + i]);
-    b_.CreateStore(b_.CreateSExtOrTrunc(v, b_.getInt64Ty()),
+    const Expr& value = op->args[1 + num_params + i];
+    b_.CreateStore(to_i64(visit_expr(value), value.dtype()),
                    b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), launch, i));
   }
   // The kernel's handle: its slot of the kernel table (null until the runtime loads it).

@@ -200,15 +200,18 @@ Value* FunctionCodegen::base_ptr(const Buffer& buf) {
   const Expr& offset = buf->elem_offset;
   if (!offset.defined() || as_const_int(offset) == 0) return data;
   return b_.CreateInBoundsGEP(memory_type_of(buf->dtype.element_of()), data,
-                              b_.CreateSExtOrTrunc(visit_expr(offset), b_.getInt64Ty()));
+                              to_i64(visit_expr(offset), offset.dtype()));
+}
+
+Value* FunctionCodegen::to_i64(Value* v, DataType t) {
+  return t.is_int() ? b_.CreateSExtOrTrunc(v, b_.getInt64Ty())
+                    : b_.CreateZExtOrTrunc(v, b_.getInt64Ty());
 }
 
 Value* FunctionCodegen::element_ptr(const Buffer& buf, Value* index, DataType index_type,
                                     Value* base) {
-  Value* wide = index_type.is_uint() ? b_.CreateZExtOrTrunc(index, b_.getInt64Ty())
-                                     : b_.CreateSExtOrTrunc(index, b_.getInt64Ty());
   return b_.CreateInBoundsGEP(memory_type_of(buf->dtype.element_of()),
-                              base != nullptr ? base : base_ptr(buf), wide);
+                              base != nullptr ? base : base_ptr(buf), to_i64(index, index_type));
 }
 
 Value* FunctionCodegen::arith(const Expr& ea, const Expr& eb, Arith kind) {

@@ -395,13 +395,8 @@ Value* FunctionCodegen::parallel_for(const Call* op) {
   inner.emit_body(task->body, inner.b_.getInt32(0));
 
   // The range in int64, widened as its type reads (a uint8 extent of 200 is 200, not -56).
-  auto widen = [&](const Expr& e) {
-    Value* v = visit_expr(e);
-    return e.dtype().is_uint() ? b_.CreateZExtOrTrunc(v, b_.getInt64Ty())
-                               : b_.CreateSExtOrTrunc(v, b_.getInt64Ty());
-  };
-  Value* min = widen(op->args[1]);
-  Value* extent = widen(op->args[2]);
+  Value* min = to_i64(visit_expr(op->args[1]), op->args[1].dtype());
+  Value* extent = to_i64(visit_expr(op->args[2]), op->args[2].dtype());
   llvm::FunctionCallee run =
       m_.mod.getOrInsertFunction(kParallelForSymbol, b_.getInt32Ty(), b_.getInt64Ty(),
                                  b_.getInt64Ty(), b_.getPtrTy(), b_.getPtrTy());

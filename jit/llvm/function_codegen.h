@@ -206,6 +206,10 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
 
   Value* call_function(const Call* op);
 
+  // `v` (of type `t`) as an int64, widened as its type reads: unsigned values and bools
+  // zero-extended (a uint8 200 is 200, not -56), signed ones sign-extended.
+  Value* to_i64(Value* v, DataType t);
+
   void serial_for(const Var& loop_var, Value* min, Value* extent, const Stmt& body, ForKind kind);
 
   // The interleave count hint for the loop whose body was just emitted (0: none).

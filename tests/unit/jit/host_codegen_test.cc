@@ -439,6 +439,21 @@ TEST(HostCodegen, LoopsOfSixteensComputeEveryElement) {
   }
 }
 
+// Values the host widens to int64 for the runtime (launch extents here) read as their type:
+// a uint8 extent of 200 is 200, not -56.
+TEST(HostCodegen, UnsignedLaunchExtentsAreZeroExtended) {
+  IRModule lowered = lower(R"(
+@T.prim_func
+def main(A: T.Buffer((256,), "float32"), m: T.uint8):
+    T.func_attr({"target": T.target("cuda", host="llvm")})
+    with T.launch_thread("threadIdx.x", m) as tx:
+        A[tx] = T.float32(1)
+)");
+  std::string ir = to_llvm_text(codegen_llvm(passes::lower_for_host(lowered)));
+  EXPECT_NE(ir.find("zext i8 %m to i64"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("sext i8 %m"), std::string::npos) << ir;
+}
+
 TEST(HostCodegen, UnloadingFreesTheVariant) {
   // Symbols of a removed variant are gone; a new variant gets its own symbols.
   auto program = std::make_unique<HostProgram>(engine(), lower(test::kVectorAddText));
