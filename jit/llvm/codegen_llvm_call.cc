@@ -2,6 +2,7 @@
 // calls, kernel launches, raising errors and checking the status of callees.
 #include "jit/llvm/function_codegen.h"
 
+#include <dlpack/dlpack.h>
 #include <llvm/IR/MDBuilder.h>
 
 #include "jit/common/arg_check.h"
@@ -180,7 +181,6 @@ class FastArgChecks {
     all(phi);
   }
 
-  static constexpr int kDLCUDA = 2, kDLCUDAManaged = 13;
   llvm::IRBuilder<>& b_;
   llvm::Function* fn_;
   llvm::BasicBlock* slow_;
@@ -338,16 +338,32 @@ Value* FunctionCodegen::check_args(const Call* op) {
   Value* num_args = visit_expr(op->args[1]);
   llvm::BasicBlock* slow = llvm::BasicBlock::Create(m_.ctx, "args_slow", fn_);
   llvm::BasicBlock* checked = llvm::BasicBlock::Create(m_.ctx, "args_checked", fn_);
-  if (static_cast<int64_t>(table[0]) <= kMaxInlineArgChecks) {
+  const bool inline_checks = static_cast<int64_t>(table[0]) <= kMaxInlineArgChecks;
+  if (inline_checks) {
     FastArgChecks(b_, fn_, slow).emit(args, num_args, table);
     b_.CreateBr(checked);
   } else {
     b_.CreateBr(slow);
   }
   b_.SetInsertPoint(slow);
-  check_status(b_.CreateCall(
-      check, {args, num_args, m_.shared_string(signature), m_.shared_string(texts), global}));
-  b_.CreateBr(checked);
+  Value* status = b_.CreateCall(
+      check, {args, num_args, m_.shared_string(signature), m_.shared_string(texts), global});
+  if (inline_checks) {
+    // The inline checks refused the call: the runtime's check says why. The call never goes
+    // on from here, so the code after the checks sees the fields the inline checks loaded
+    // (only the good path reaches it) and does not load them again.
+    llvm::BasicBlock* refused = llvm::BasicBlock::Create(m_.ctx, "args_refused", fn_);
+    llvm::BasicBlock* disagree = llvm::BasicBlock::Create(m_.ctx, "args_disagree", fn_);
+    b_.CreateCondBr(b_.CreateICmpEQ(status, b_.getInt32(0)), disagree, refused);
+    b_.SetInsertPoint(disagree);
+    raise(StringImm::make("internal error: the inline argument checks of '" + ir_name() +
+                          "' refused a call that the runtime's check accepts; please report it"));
+    b_.SetInsertPoint(refused);
+    return_error();
+  } else {
+    check_status(status);
+    b_.CreateBr(checked);
+  }
   b_.SetInsertPoint(checked);
   return b_.getInt32(0);
 }

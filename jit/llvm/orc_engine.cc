@@ -120,6 +120,7 @@ void optimize(llvm::Module& module, llvm::TargetMachine& machine, int level, boo
     llvm::FunctionPassManager light;
     light.addPass(llvm::EarlyCSEPass());
     light.addPass(llvm::InstCombinePass());
+    light.addPass(llvm::EarlyCSEPass(/*UseMemorySSA=*/true));
     light.addPass(llvm::SimplifyCFGPass());
     for (llvm::Function& f : module) {
       if (f.isDeclaration() || !f.hasFnAttribute(kGlueFunctionAttr)) continue;

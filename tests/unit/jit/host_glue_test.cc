@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -226,6 +227,30 @@ TEST(HostGlue, TwoImagesExportingVectorMathHelpersLinkTogether) {
     }
   }
   for (OrcEngine::ModuleKey key : keys) engine.remove(key);
+}
+
+// The wrapper loads each field it checks once: only the good path goes on past the inline
+// checks (a refused call returns from the slow path), and the light pipeline reuses loads
+// across the checks' blocks.
+TEST(HostGlue, TheWrapperLoadsEachFieldOnce) {
+  OrcEngine engine(OrcOptions{.opt_level = 3, .keep_optimized_ir = true});
+  std::string text = to_llvm_text(codegen_llvm(passes::lower_for_host(lower(kVectorAdd))));
+  OrcEngine::ModuleKey key = engine.add_ir_text(text, "vadd");
+  const std::string ir = engine.optimized_ir(key);
+  engine.remove(key);
+  const size_t begin = ir.find("@vadd(");
+  ASSERT_NE(begin, std::string::npos) << ir;
+  const std::string wrapper = ir.substr(begin, ir.find("\n}\n", begin) - begin);
+  std::set<std::string> loads;
+  size_t count = 0;
+  for (size_t at = wrapper.find(" = load "); at != std::string::npos;
+       at = wrapper.find(" = load ", at + 1)) {
+    const size_t from = at + 8;
+    std::string what = wrapper.substr(from, wrapper.find(", align", from) - from);
+    EXPECT_TRUE(loads.insert(what).second) << "loaded twice: " << what << "\n" << wrapper;
+    ++count;
+  }
+  EXPECT_GT(count, 10u) << wrapper;
 }
 
 // Large glue and the loop nests are compiled to two objects, which one bundle carries
