@@ -96,11 +96,16 @@ llvm::Constant* HostModuleState::shared_string(const std::string& text) {
   return slot;
 }
 
-void mark_glue_if_loopless(llvm::Function* f, const Stmt& body) {
+bool contains_loop(const Stmt& body) {
   bool loop = false;
-  post_order_visit(body,
-                   [&](const Ref<Object>& node) { loop = loop || node.as<For>() != nullptr; });
-  if (!loop) f->addFnAttr(kGlueFunctionAttr);
+  post_order_visit(body, [&](const Ref<Object>& node) {
+    loop = loop || node.as<For>() != nullptr || node.as<While>() != nullptr;
+  });
+  return loop;
+}
+
+void mark_glue_if_loopless(llvm::Function* f, const Stmt& body) {
+  if (!contains_loop(body)) f->addFnAttr(kGlueFunctionAttr);
 }
 
 llvm::Constant* HostModuleState::shared_string(const StringImm* text) {

@@ -205,14 +205,9 @@ void FunctionCodegen::serial_for(const Var& loop_var, Value* min, Value* extent,
 int FunctionCodegen::interleave_count(Value* extent, const Stmt& body, llvm::BasicBlock* first,
                                       llvm::BasicBlock* end) {
   if (llvm::isa<llvm::Constant>(extent)) return 0;
-  bool inner_loop = false;
-  post_order_visit(body, [&](const Ref<Object>& node) {
-    inner_loop = inner_loop || node.as<For>() != nullptr || node.as<While>() != nullptr;
-  });
-  if (inner_loop) return 0;
   const unsigned trailing_zeros =
       llvm::computeKnownBits(extent, m_.mod.getDataLayout()).countMinTrailingZeros();
-  if (trailing_zeros != 4) return 0;
+  if (trailing_zeros != 4 || contains_loop(body)) return 0;
   // The widest scalar the body loads or stores (its blocks: `first` and those made after
   // `end`).
   std::vector<const llvm::BasicBlock*> blocks = {first};

@@ -49,6 +49,9 @@ struct HostModuleState {
   std::string launched_by(const PrimFunc& func) const;
 };
 
+/// Whether `body` holds a loop (a For or a While).
+bool contains_loop(const Stmt& body);
+
 /// Marks `f` as glue for the engine (kGlueFunctionAttr) when `body` has no loop.
 void mark_glue_if_loopless(llvm::Function* f, const Stmt& body);
 

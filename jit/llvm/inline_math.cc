@@ -5,8 +5,8 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
-#include <llvm/TargetParser/Host.h>
 
+#include "jit/llvm/vector_math.h"
 #include "primjit/error.h"
 
 namespace primjit::jit {
@@ -40,19 +40,11 @@ constexpr double kShifter = 0x1.8p52;
 
 // Whether the host CPU fuses multiply-add (the JIT compiles for the host, which never fuses on
 // its own: see OrcEngine).
-bool host_has_fma() {
-  static const bool fma = [] {
-    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    auto it = features.find("fma");
-    return it != features.end() && it->second;
-  }();
-  return fma;
-}
-
 // x * y + z: one fused operation where the host has one, else rounded twice (the error bounds
 // above hold either way; a fused multiply-add without hardware would be a slow library call).
 Value* mul_add(llvm::IRBuilderBase& b, Value* x, Value* y, Value* z) {
-  if (host_has_fma()) return b.CreateIntrinsic(llvm::Intrinsic::fma, {x->getType()}, {x, y, z});
+  if (host_cpu_has("fma"))
+    return b.CreateIntrinsic(llvm::Intrinsic::fma, {x->getType()}, {x, y, z});
   return b.CreateFAdd(b.CreateFMul(x, y), z);
 }
 

@@ -477,7 +477,8 @@ struct OrcEngine::Impl {
     // Small glue is compiled apart too, on a second thread, when the host has one: its light
     // pipeline and code generation then overlap the loop nests' (a cold first call of a
     // parallel vector add spends about 2 of its 9.5 ms on glue).
-    const bool overlap = !large_glue && glue_size > 0 && std::thread::hardware_concurrency() > 1;
+    static const bool second_thread = std::thread::hardware_concurrency() > 1;
+    const bool overlap = !large_glue && glue_size > 0 && second_thread;
     std::unique_ptr<llvm::Module> nests =
         large_glue || overlap ? split_glue(module, glue) : nullptr;
     const bool want_text = (dumps != nullptr && dumps->want_optimized_ir) ||

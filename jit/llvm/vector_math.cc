@@ -49,13 +49,8 @@ struct VectorIsa {
 
 const VectorIsa& host_isa() {
   static const VectorIsa isa = [] {
-    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    auto has = [&](const char* name) {
-      auto it = features.find(name);
-      return it != features.end() && it->second;
-    };
-    if (has("avx2")) return VectorIsa{'d', 4};
-    if (has("avx")) return VectorIsa{'c', 4};
+    if (host_cpu_has("avx2")) return VectorIsa{'d', 4};
+    if (host_cpu_has("avx")) return VectorIsa{'c', 4};
     return VectorIsa{'b', 2};
   }();
   return isa;
@@ -155,6 +150,12 @@ std::vector<int> variant_lanes(llvm::Type* element) {
 }
 
 }  // namespace
+
+bool host_cpu_has(const char* feature) {
+  static const llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  auto it = features.find(feature);
+  return it != features.end() && it->second;
+}
 
 bool has_vector_math(const OpNode& op, int element_bits) {
   if (has_inline_math(op, element_bits)) return true;

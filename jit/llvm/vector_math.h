@@ -37,6 +37,10 @@ namespace primjit::jit {
 /// The shared library the vector variants live in (the ORC engine loads it).
 inline constexpr const char* kVectorMathLibrary = "libmvec.so.1";
 
+/// Whether this host's CPU has `feature` (LLVM's name: "avx2", "fma"), as the JIT's target
+/// machine, which is made for the host, sees it.
+bool host_cpu_has(const char* feature);
+
 /// Whether `op` on `element_bits`-bit floats (32 or 64) has a vector form on this host.
 bool has_vector_math(const OpNode& op, int element_bits);
 
