@@ -67,6 +67,7 @@
 #include "passes/free_vars.h"
 #include "passes/fresh_definitions.h"
 #include "passes/pass_list.h"
+#include "primjit/error.h"
 #include "primjit/ir/functor.h"
 
 namespace primjit::passes {
@@ -74,7 +75,8 @@ namespace {
 
 class ParallelLoopLowering;
 
-// Recomputing a value in a task costs each chunk this many nodes at most.
+// The largest value a task recomputes, in nodes (a chain of Binds is recomputed whole, each
+// of its values within this bound).
 constexpr int kMaxRecomputedNodes = 16;
 
 // Whether a task may recompute `value`, bound to an integer variable before the loop, instead
@@ -129,7 +131,12 @@ class ParallelLoopOutliner : public StmtExprMutator {
   // Remembers the values a task may recompute (each variable is bound once in the function,
   // before the loops that use it).
   Stmt mutate(const Bind* op) override {
-    if (recomputable(op->var, op->value)) bound_.emplace(op->var.get(), op->value);
+    if (recomputable(op->var, op->value)) {
+      auto [it, added] = bound_.emplace(op->var.get(), op->value);
+      PRIMJIT_ICHECK(added || it->second.same_as(op->value))
+          << "LowerParallelLoops: variable '" << op->var->name
+          << "' is bound twice in one function (VerifyWellFormed refuses that)";
+    }
     return StmtExprMutator::mutate(op);
   }
 
