@@ -144,10 +144,8 @@ PrimFunc assume_bucket_facts(const PrimFunc& func, const std::vector<std::pair<E
   return func.with_body(SeqStmt::make(std::move(body)));
 }
 
-// The functions a call of `entry` can reach: `entry`, the functions it calls (directly, or by
-// name, as T.call_packed("name", ...) does) and theirs. A kernel compiles only these: another
-// function of the module (a kernel for another architecture, a device function not lowered for
-// this entry) is no part of it and must not make its compile fail.
+}  // namespace
+
 IRModule reachable_functions(const IRModule& module, const std::string& entry) {
   // A module call names its callee; a packed call's string may be a name or a global symbol
   // (another function's symbol can equal a name: both are kept).
@@ -184,8 +182,6 @@ IRModule reachable_functions(const IRModule& module, const std::string& entry) {
   }
   return IRModule::make(std::move(functions));
 }
-
-}  // namespace
 
 void bind_kernels(Variant& v) {
   DeviceCode* device = v.device.get();
@@ -251,8 +247,7 @@ IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool d
     PRIMJIT_ICHECK(flatten != names.end()) << "the default pipeline has no FlattenBuffer";
     names.insert(flatten + 1, "VersionLoops");
   }
-  return passes::run_passes(reachable_functions(k.module.with_function(k.name, func), k.name),
-                            names, run);
+  return passes::run_passes(k.module.with_function(k.name, func), names, run);
 }
 
 std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> args,

@@ -40,6 +40,13 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
 /// The module a variant compiles: the kernel's function specialized to the call's shapes
 /// (unless `dynamic`; the `symbolic` dimensions stay symbolic), through the default pipeline
 /// with the kernel's options.
+/// The functions a call of `entry` can reach: `entry`, the functions it calls (directly, or by
+/// name, as T.call_packed("name", ...) does) and theirs. A kernel holds only these (Jit::kernel
+/// prunes its module once): another function of the module (a kernel for another
+/// architecture, a device function not lowered for this entry) is no part of it, must not make
+/// its compile fail, and must not change its fingerprint or disk cache key.
+IRModule reachable_functions(const IRModule& module, const std::string& entry);
+
 IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool dynamic,
                        const DimSet& symbolic, const passes::RunOptions& run);
 

@@ -114,7 +114,7 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
   state->target = target;
   state->cuda = target->kind == "cuda";
   state->func = func.with_attr(attr::kTarget, AttrValue(target));
-  state->module = module.with_function(name, state->func);
+  state->module = jit::reachable_functions(module.with_function(name, state->func), name);
   // Variants are shared by kernels of one function, target and device options; the stream is
   // not one of them (it comes with each call).
   uint64_t fingerprint = structural_hash(state->module);

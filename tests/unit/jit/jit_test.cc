@@ -47,6 +47,41 @@ TEST(Jit, CompilesLazilyOncePerShape) {
   EXPECT_GT(s.compile.host_ms, 0);
 }
 
+// A kernel is its function and what that function calls: a module's other functions do not
+// change its fingerprint, so kernels of two modules that differ only there share a variant.
+TEST(Jit, FunctionsTheKernelDoesNotReachAreNoPartOfIt) {
+  auto module_with = [](const std::string& other) {
+    return parse(R"(
+@I.ir_module
+class Module:
+    @T.prim_func
+    def scale(a: T.handle, b: T.handle, s: T.float32):
+        T.func_attr({"target": T.target("llvm")})
+        n = T.int32()
+        A = T.match_buffer(a, (n,), "float32")
+        B = T.match_buffer(b, (n,), "float32")
+        for i in range(n):
+            B[i] = A[i] * s
+
+    @T.prim_func
+    def other(a: T.handle):
+        T.func_attr({"target": T.target("llvm")})
+        A = T.match_buffer(a, (4,), "float32")
+        A[0] = T.float32()" + other + R"()
+)");
+  };
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k1 = jit.kernel(module_with("1"), "scale");
+  Kernel k2 = jit.kernel(module_with("2"), "scale");
+  Pair p(8);
+  k1(p.a, p.b, 2.0f);
+  p.expect_scaled(2.0f);
+  k2(p.a, p.b, 3.0f);
+  p.expect_scaled(3.0f);
+  EXPECT_EQ(k1.stats().misses, 1u);
+  EXPECT_EQ(k2.stats().misses, 0u) << "the unrelated function made a variant of its own";
+}
+
 TEST(Jit, DynamicPolicyCompilesOneVariant) {
   Jit jit;
   Kernel k = jit.kernel(scale_function(), {.policy = Policy::kDynamic});
