@@ -5,8 +5,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -64,6 +68,22 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+/// Distance in units in the last place between two floats of one type (I: the signed integer
+/// of its width): 0 for two NaNs, the largest int64 for a NaN and a number and for zeros of
+/// opposite sign.
+template <typename F, typename I>
+int64_t ulp_distance(F a, F b) {
+  if (std::isnan(a) && std::isnan(b)) return 0;
+  if (a == b) return std::signbit(a) == std::signbit(b) ? 0 : INT64_MAX;
+  if (std::isnan(a) || std::isnan(b)) return INT64_MAX;
+  I ia, ib;
+  std::memcpy(&ia, &a, sizeof(a));
+  std::memcpy(&ib, &b, sizeof(b));
+  if (ia < 0) ia = std::numeric_limits<I>::min() - ia;
+  if (ib < 0) ib = std::numeric_limits<I>::min() - ib;
+  return ia > ib ? static_cast<int64_t>(ia - ib) : static_cast<int64_t>(ib - ia);
+}
 
 }  // namespace primjit::test
 

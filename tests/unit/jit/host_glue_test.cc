@@ -20,6 +20,7 @@
 #include "primjit/passes.h"
 #include "primjit/tensor.h"
 #include "tests/many_params.h"
+#include "tests/unit/jit/jit_test_util.h"
 #include "tests/unit/test_util.h"
 
 namespace primjit::jit {
@@ -145,14 +146,10 @@ def halve(a: T.handle):
 // After optimization the glue is kept out of the full pipeline (optnone) and the loop is
 // vectorized as before.
 TEST(HostGlue, GlueGetsTheLightPipelineAndLoopsTheFullOne) {
-  OrcEngine engine(OrcOptions{.opt_level = 3, .keep_optimized_ir = true});
-  std::string text = to_llvm_text(codegen_llvm(passes::lower_for_host(lower(kVectorAdd))));
-  OrcEngine::ModuleKey key = engine.add_ir_text(text, "vadd");
-  std::string ir = engine.optimized_ir(key);
+  const std::string ir = test::optimized_ir_of(lower(kVectorAdd));
   EXPECT_NE(ir.find("optnone"), std::string::npos) << ir;
   EXPECT_EQ(ir.find(kGlueFunctionAttr), std::string::npos) << ir;
   EXPECT_NE(ir.find(" x float>"), std::string::npos) << ir;
-  engine.remove(key);
 }
 
 // Small glue is compiled on a second thread, in its own LLVM context, beside the loop nests
@@ -244,11 +241,7 @@ TEST(HostGlue, TwoImagesExportingVectorMathHelpersLinkTogether) {
 // checks (a refused call returns from the slow path), and the light pipeline reuses loads
 // across the checks' blocks.
 TEST(HostGlue, TheWrapperLoadsEachFieldOnce) {
-  OrcEngine engine(OrcOptions{.opt_level = 3, .keep_optimized_ir = true});
-  std::string text = to_llvm_text(codegen_llvm(passes::lower_for_host(lower(kVectorAdd))));
-  OrcEngine::ModuleKey key = engine.add_ir_text(text, "vadd");
-  const std::string ir = engine.optimized_ir(key);
-  engine.remove(key);
+  const std::string ir = test::optimized_ir_of(lower(kVectorAdd));
   const size_t begin = ir.find("@vadd(");
   ASSERT_NE(begin, std::string::npos) << ir;
   const std::string wrapper = ir.substr(begin, ir.find("\n}\n", begin) - begin);

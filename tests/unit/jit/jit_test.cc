@@ -67,7 +67,8 @@ class Module:
     def other(a: T.handle):
         T.func_attr({"target": T.target("llvm")})
         A = T.match_buffer(a, (4,), "float32")
-        A[0] = T.float32()" + other + R"()
+        A[0] = T.float32()" +
+                 other + R"()
 )");
   };
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});

@@ -13,12 +13,33 @@
 #include <vector>
 
 #include "jit/cuda/driver.h"
+#include "jit/llvm/codegen_llvm.h"
+#include "jit/llvm/orc_engine.h"
 #include "primjit/ir/text.h"
 #include "primjit/jit.h"
 #include "primjit/log.h"
+#include "primjit/passes.h"
 #include "primjit/tensor.h"
 
 namespace primjit::test {
+
+/// `llvm_text` (host LLVM IR) after the JIT's optimizer, as the JIT runs it.
+inline std::string optimized_ir_of(const std::string& llvm_text) {
+  jit::OrcEngine engine(jit::OrcOptions{.opt_level = 3, .keep_optimized_ir = true});
+  jit::OrcEngine::ModuleKey key = engine.add_ir_text(llvm_text, "optimized");
+  std::string ir = engine.optimized_ir(key);
+  engine.remove(key);
+  return ir;
+}
+
+/// The host code of `lowered` (a module through the default pipeline) as LLVM IR, before and
+/// after the JIT's optimizer.
+inline std::string host_llvm_text(const IRModule& lowered) {
+  return jit::to_llvm_text(jit::codegen_llvm(passes::lower_for_host(lowered)));
+}
+inline std::string optimized_ir_of(const IRModule& lowered) {
+  return optimized_ir_of(host_llvm_text(lowered));
+}
 
 /// Whether two float outputs are the same bits (NaN payloads and signed zeros included).
 inline bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {

@@ -17,9 +17,12 @@
 #include "primjit/jit.h"
 #include "primjit/passes.h"
 #include "primjit/tensor.h"
+#include "tests/unit/test_util.h"
 
 namespace primjit {
 namespace {
+
+using test::ulp_distance;
 
 // B[k] = T.op(A[k]) (or T.op(A[k], A[k + 1], ...)) for the k-th math op; bool results as 0/1.
 std::string math_function(const std::string& dtype, const std::string& target_line,
@@ -42,20 +45,6 @@ std::string math_function(const std::string& dtype, const std::string& target_li
   return "@T.prim_func\ndef mathops(A: T.Buffer((64,), \"" + dtype + "\"), B: T.Buffer((64,), \"" +
          dtype + "\")):\n    T.func_attr({\"target\": " + target_line + "})\n" + launch +
          "    if True:\n" + body;
-}
-
-// Distance in units in the last place between two floats of one type.
-template <typename F, typename I>
-int64_t ulp_distance(F a, F b) {
-  if (std::isnan(a) && std::isnan(b)) return 0;
-  if (a == b) return 0;
-  if (std::isnan(a) || std::isnan(b)) return INT64_MAX;
-  I ia, ib;
-  std::memcpy(&ia, &a, sizeof(a));
-  std::memcpy(&ib, &b, sizeof(b));
-  if (ia < 0) ia = std::numeric_limits<I>::min() - ia;
-  if (ib < 0) ib = std::numeric_limits<I>::min() - ib;
-  return ia > ib ? static_cast<int64_t>(ia - ib) : static_cast<int64_t>(ib - ia);
 }
 
 template <typename F, typename I>

@@ -12,6 +12,7 @@
 #include "primjit/jit.h"
 #include "primjit/passes.h"
 #include "primjit/tensor.h"
+#include "tests/unit/jit/jit_test_util.h"
 #include "tests/unit/test_util.h"
 
 namespace primjit {
@@ -34,15 +35,12 @@ def rows(a: T.handle, b: T.handle, c: T.handle):
 )";
 
 TEST(ParallelNoalias, TheBodyVectorizesWithoutRuntimeChecks) {
-  jit::OrcEngine engine(jit::OrcOptions{.opt_level = 3, .keep_optimized_ir = true});
   IRModule m = passes::run_passes(parse(kRows), passes::default_pipeline(), {});
-  std::string text = jit::to_llvm_text(jit::codegen_llvm(passes::lower_for_host(m)));
+  std::string text = test::host_llvm_text(m);
   // Before optimization: the body's buffer pointers are noalias parameters.
   EXPECT_NE(text.find("_body("), std::string::npos) << text;
   EXPECT_NE(text.find("ptr noalias %A"), std::string::npos) << text;
-  auto key = engine.add_ir_text(text, "rows");
-  std::string ir = engine.optimized_ir(key);
-  engine.remove(key);
+  std::string ir = test::optimized_ir_of(text);
   // After it: the body is inlined into the task, its loop is vectorized, and no block checks
   // the pointers for overlap.
   EXPECT_EQ(ir.find("_body("), std::string::npos) << ir;

@@ -18,13 +18,13 @@
 #include "primjit/jit.h"
 #include "primjit/passes.h"
 #include "primjit/tensor.h"
+#include "tests/unit/jit/jit_test_util.h"
 
 namespace primjit {
 namespace {
 
 // C = A @ B in 32 x 32 tiles of C with guards for partial tiles, tile rows in parallel
 // (bench_policy's kernel).
-std::string tiled_matmul() { return bench::tiled_matmul_text(true); }
 
 // Tiles in parallel whose values come from int32 arithmetic that wraps for large indices and
 // for an offset near 2^31 (`off` is bound before the loop, so the task recomputes it).
@@ -53,11 +53,7 @@ void on_threads(int threads, F f) {
 
 // The optimized LLVM IR of function `name` (its definition) in the host code of `m`.
 std::string optimized_function(const IRModule& m, const std::string& name) {
-  jit::OrcEngine engine(jit::OrcOptions{.opt_level = 3, .keep_optimized_ir = true});
-  std::string text = jit::to_llvm_text(jit::codegen_llvm(passes::lower_for_host(m)));
-  auto key = engine.add_ir_text(text, "tiled");
-  std::string ir = engine.optimized_ir(key);
-  engine.remove(key);
+  const std::string ir = test::optimized_ir_of(m);
   // The task's definition (its name may carry the module's suffix).
   size_t begin = 0;
   while ((begin = ir.find("define ", begin)) != std::string::npos) {
@@ -74,8 +70,8 @@ std::string optimized_function(const IRModule& m, const std::string& name) {
 
 TEST(ParallelVersioned, FastPathTaskRecomputesItsTileCountAndVectorizes) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
-  Kernel k =
-      jit.kernel(parse(tiled_matmul())->lookup("tiled_matmul"), {.policy = Policy::kDynamic});
+  Kernel k = jit.kernel(parse(bench::tiled_matmul_text(true))->lookup("tiled_matmul"),
+                        {.policy = Policy::kDynamic});
   Signature shapes = {ArgSpec::tensor(DataType::Float(32), {384, 384}),
                       ArgSpec::tensor(DataType::Float(32), {384, 384}),
                       ArgSpec::tensor(DataType::Float(32), {384, 384})};
@@ -110,7 +106,7 @@ std::vector<float> matmul_reference(int64_t m, int64_t n, int64_t k) {
 
 TEST(ParallelVersioned, MatmulIsRightOnBothPathsUnderOneAndManyThreads) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
-  PrimFunc f = parse(tiled_matmul())->lookup("tiled_matmul");
+  PrimFunc f = parse(bench::tiled_matmul_text(true))->lookup("tiled_matmul");
   // Multiples of the tile (fast path), others (general path), empty, one element, and a large
   // row count (many chunks per thread).
   const std::vector<std::vector<int64_t>> shapes = {{64, 64, 48}, {96, 32, 5}, {33, 64, 7},

@@ -31,6 +31,8 @@
 namespace primjit {
 namespace {
 
+using test::ulp_distance;
+
 using Reference = std::function<long double(long double, long double)>;
 
 // The exact function of each inexact float math op, in long double (64-bit significand).
@@ -78,19 +80,6 @@ std::string kernel_text(const Op& op, const std::string& dtype, int64_t n, int l
   return "@T.prim_func\ndef vm(A: " + buf + ", B: " + buf + ", C: " + buf +
          "):\n    T.func_attr({\"target\": T.target(\"llvm\")})\n    for i in " + loop +
          ":\n        B" + at + " = " + call + "\n";
-}
-
-template <typename F, typename I>
-int64_t ulp_distance(F a, F b) {
-  if (std::isnan(a) && std::isnan(b)) return 0;
-  if (a == b) return std::signbit(a) == std::signbit(b) ? 0 : INT64_MAX;
-  if (std::isnan(a) || std::isnan(b)) return INT64_MAX;
-  I ia, ib;
-  std::memcpy(&ia, &a, sizeof(a));
-  std::memcpy(&ib, &b, sizeof(b));
-  if (ia < 0) ia = std::numeric_limits<I>::min() - ia;
-  if (ib < 0) ib = std::numeric_limits<I>::min() - ib;
-  return ia > ib ? static_cast<int64_t>(ia - ib) : static_cast<int64_t>(ib - ia);
 }
 
 template <typename F>
