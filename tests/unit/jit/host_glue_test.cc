@@ -421,6 +421,18 @@ TEST(HostGlue, TableChecksGiveTheMessagesOfTheGeneratedChecks) {
             on("Mismatched type", 0, "Tensor, got None"));
 }
 
+// Up to 64 parameters the table's checks are inline compares (the runtime's check is called
+// only to say why a call is refused); beyond, the wrapper calls the runtime's check alone.
+TEST(HostGlue, SmallWrappersCheckInline) {
+  auto inline_checks = [](const std::string& text) {
+    return to_llvm_text(codegen_llvm(passes::lower_for_host(lower(text)))).find("args_ok") !=
+           std::string::npos;
+  };
+  EXPECT_TRUE(inline_checks(kVectorAdd));
+  EXPECT_TRUE(inline_checks(many_params(64)));
+  EXPECT_FALSE(inline_checks(many_params(65)));
+}
+
 // A hand-written T.check_args whose table would make the runtime's check read out of bounds is
 // refused when the host code is generated, with what is wrong.
 TEST(HostGlue, AMalformedArgumentTableIsRefused) {
