@@ -52,24 +52,13 @@ TEST(Jit, CompilesLazilyOncePerShape) {
 TEST(Jit, FunctionsTheKernelDoesNotReachAreNoPartOfIt) {
   auto module_with = [](const std::string& other) {
     return parse(R"(
-@I.ir_module
-class Module:
-    @T.prim_func
-    def scale(a: T.handle, b: T.handle, s: T.float32):
-        T.func_attr({"target": T.target("llvm")})
-        n = T.int32()
-        A = T.match_buffer(a, (n,), "float32")
-        B = T.match_buffer(b, (n,), "float32")
-        for i in range(n):
-            B[i] = A[i] * s
-
-    @T.prim_func
-    def other(a: T.handle):
-        T.func_attr({"target": T.target("llvm")})
-        A = T.match_buffer(a, (4,), "float32")
-        A[0] = T.float32()" +
-                 other + R"()
-)");
+@T.prim_func
+def other(a: T.handle):
+    T.func_attr({"target": T.target("llvm")})
+    A = T.match_buffer(a, (4,), "float32")
+    A[0] = T.float32()" +
+                 other + ")\n")
+        .with_function("scale", scale_function());
   };
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
   Kernel k1 = jit.kernel(module_with("1"), "scale");
