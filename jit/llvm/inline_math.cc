@@ -1,5 +1,7 @@
 #include "jit/llvm/inline_math.h"
 
+#include <bit>
+#include <cstdint>
 #include <span>
 
 #include <llvm/IR/IRBuilder.h>
@@ -28,6 +30,19 @@ constexpr double kExpMax = 89.0;
 constexpr double kExpMin = -104.0;
 constexpr double kLog2E = 0x1.71547652b82fep0;
 constexpr double kLn2 = 0x1.62e42fefa39efp-1;
+// Float32 exp's constants: log2(e); ln 2 split into ln2_hi, whose 16 significant bits make
+// n * ln2_hi exact for |n| <= 256 (so x - n * ln2_hi is exact with or without a fused
+// multiply-add), and ln2_lo = ln 2 - ln2_hi rounded; the shifter 1.5 * 2^23 rounds t
+// (|t| < 2^22) to the nearest integer n and holds n in its low bits. e^r ~ 1 + r + r^2 P(r) for
+// |r| <= ln 2 / 2, P of degree 4 (minimax for the relative error of the whole, 2^-28.3 before
+// the coefficients were rounded to float32; Lawson iterations in 50-digit arithmetic).
+constexpr float kLog2EF = 0x1.715476p0f;
+constexpr float kLn2HiF = 0x1.62e4p-1f;
+constexpr float kLn2LoF = 0x1.7f7d1cp-20f;
+constexpr float kShifterF = 0x1.8p23f;
+constexpr float kExpF32Coefficients[] = {
+    0x1.fffffcp-2f, 0x1.555492p-3f, 0x1.5558f2p-5f, 0x1.1239d4p-7f, 0x1.6a2448p-10f,
+};
 // tanh(x) rounds to 1 in float32 from x = 9.01 on. Below kTanhSeries, where 1 - 2 / (e^2x + 1)
 // would lose e^2x's 2^-40 to cancellation (2^-37 relative left at 1/16), the odd series
 // x + x^3 (-1/3 + x^2 (2/15 + x^2 (-17/315 + x^2 62/2835))): the next term, 1382 x^11 / 155925,
@@ -48,7 +63,8 @@ Value* mul_add(llvm::IRBuilderBase& b, Value* x, Value* y, Value* z) {
   return b.CreateFAdd(b.CreateFMul(x, y), z);
 }
 
-// e^xd for float64 lanes xd in [-208, 89] or NaN (the range reduction and 2^n hold there).
+// e^xd for float64 lanes xd in [-208, 89] or NaN (the range reduction and 2^n hold there):
+// float32 tanh's e^2|x|.
 Value* exp_core(llvm::IRBuilderBase& b, Value* xd) {
   llvm::Type* wide = xd->getType();
   llvm::Type* bits = wide->getWithNewType(b.getInt64Ty());
@@ -65,16 +81,32 @@ Value* exp_core(llvm::IRBuilderBase& b, Value* xd) {
   return b.CreateFMul(p, scale);
 }
 
-// exp of float32 lanes, computed in float64 and rounded once (see the header).
+// exp of float32 lanes, in float32 arithmetic (see the header).
 Value* exp_f32(llvm::IRBuilderBase& b, Value* x) {
   llvm::Type* type = x->getType();
-  // Clamped in float32 (twice the lanes per instruction), by comparisons that are false for
-  // NaN: NaN stays NaN through every step below.
-  auto f = [&](double v) { return llvm::ConstantFP::get(type, v); };
+  llvm::Type* bits = type->getWithNewType(b.getInt32Ty());
+  auto f = [&](float v) { return llvm::ConstantFP::get(type, v); };
+  auto i = [&](int32_t v) { return llvm::ConstantInt::get(bits, static_cast<uint64_t>(v), true); };
+  // Comparisons that are false for NaN: NaN stays NaN through every step below.
   x = b.CreateSelect(b.CreateFCmpOGT(x, f(kExpMax)), f(kExpMax), x);
   x = b.CreateSelect(b.CreateFCmpOLT(x, f(kExpMin)), f(kExpMin), x);
-  Value* xd = b.CreateFPExt(x, type->getWithNewType(b.getDoubleTy()));
-  return b.CreateFPTrunc(exp_core(b, xd), type);
+  Value* shifted = mul_add(b, x, f(kLog2EF), f(kShifterF));
+  Value* n = b.CreateFSub(shifted, f(kShifterF));
+  Value* r = mul_add(b, n, f(-kLn2HiF), x);
+  r = mul_add(b, n, f(-kLn2LoF), r);
+  constexpr int kDegree = static_cast<int>(std::size(kExpF32Coefficients)) - 1;
+  Value* p = f(kExpF32Coefficients[kDegree]);
+  for (int k = kDegree - 1; k >= 0; --k) p = mul_add(b, p, r, f(kExpF32Coefficients[k]));
+  Value* u = b.CreateFAdd(mul_add(b, b.CreateFMul(r, r), p, r), f(1.0f));
+  // 2^n in two factors 2^n1 and 2^n2, n1 = floor(n / 2): both normal floats for n in
+  // [-150, 129], so u * 2^n1 is exact and the one rounding is the last product's.
+  Value* whole = b.CreateSub(b.CreateBitCast(shifted, bits), i(std::bit_cast<int32_t>(kShifterF)));
+  Value* n1 = b.CreateAShr(whole, i(1));
+  Value* n2 = b.CreateSub(whole, n1);
+  auto power = [&](Value* e) {
+    return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, i(127)), i(23)), type);
+  };
+  return b.CreateFMul(b.CreateFMul(u, power(n1)), power(n2));
 }
 
 // tanh of float32 lanes, computed in float64 on |x| and rounded once (see the header).

@@ -2,21 +2,21 @@
 // straight-line arithmetic without calls, so that LLVM's loop vectorizer widens it with the
 // rest of the loop (and explicit vectors use it as is).
 //
-// T.exp on float32 (scalars and vectors): each lane in float64, rounded once to float32.
+// T.exp on float32 (scalars and vectors): in float32 lanes, eight to a 256-bit vector.
 //   x is clamped to [-104, 89] (exp(-104) rounds to 0 and exp(89) overflows to +inf, so the
-//   clamp changes no result; NaN passes it), n = nearest integer to x / ln 2 (the 1.5 * 2^52
-//   shifter: its low bits hold n, no float-to-int conversion), r = x - n ln 2 (|r| <= ln 2 / 2
-//   plus a few ulp), e^r by a degree 8 polynomial (minimax for the relative error on
-//   [-0.3466, 0.3466]: 2^-40), times 2^n built from n's bits. In float64 the scaling is exact
-//   and the range reduction errs by under 2^-46 relative, so before the rounding to float32 the
-//   result is within 2^-40 of e^x: the float32 result is the exactly rounded one except where
-//   e^x lies within 2^-40 relative of a midpoint between two floats, where it is 1 ulp off
-//   (checked on all 2.24 billion floats in [-105, 90]: 1595 such with fused multiply-add, 1594
-//   without; glibc's expf is off by 1 ulp on about 170 000 of them). Zeros, infinities, NaN,
-//   subnormal results (a single rounding from float64), overflow and underflow come out
-//   exactly rounded, as glibc's expf gives them. Within the op table's 2 ulp with margin.
-//   Cost: about 0.9 ns per element on the AVX2 host (AMD EPYC) against 1.4 ns for libmvec's
-//   float64 variant; libmvec's own float32 variant (0.43 ns) errs by up to 3 ulp.
+//   clamp changes no result; NaN passes it), n = nearest integer to x / ln 2 (the 1.5 * 2^23
+//   shifter: its low bits hold n, no float-to-int conversion), r = x - n ln 2 in two steps
+//   (Cody and Waite: ln 2 = ln2_hi + ln2_lo, n * ln2_hi exact), e^r = 1 + r + r^2 P(r) with P
+//   of degree 4, times 2^n as two factors 2^n1 * 2^n2 (each a normal float, so the product
+//   rounds once, also where the result is subnormal). On all 2.24 billion floats in
+//   [-105, 90] every result is the exactly rounded one or 1 ulp from it: 17.4 million (0.77 %)
+//   are 1 ulp off with fused multiply-add, 18.2 million (0.81 %) without; none further (the
+//   op table allows 2). Zeros, infinities, NaN, overflow (from 88.7228394) and the results
+//   1 (x near 0) and 0 (x below -103.972084) are exact; a subnormal result, like any other,
+//   may be 1 ulp off. Cost: about 0.5 ns per element on the AVX2 host (AMD EPYC), against 0.9
+//   ns for the same polynomial scheme in float64 lanes, which gave the exactly rounded result
+//   on all but 1595 of those floats (this file until 2026-11) and 1.4 ns for libmvec's
+//   float64 variant; libmvec's float32 variant errs by up to 3 ulp.
 //
 // T.tanh on float32: in float64 on |x| (clamped to 10, where tanh is 1 in float32), sign copied
 //   from x: 1 - 2 / (e^2|x| + 1) with e^2|x| as above, below |x| = 1/16 the odd Taylor series to

@@ -9,6 +9,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -216,7 +218,12 @@ void check_accuracy(const std::string& dtype, int64_t n, const std::vector<int>&
       for (int64_t i = 0; i < n; ++i) {
         F x = s.x[i], y = op->num_args == 2 ? s.y[i] : F(0), got = b.data<F>()[i];
         F lib = libm_value<F>(op, x, y);
-        if (is_special(x) || (op->num_args == 2 && is_special(y)) || is_special(lib)) {
+        // Special arguments, and zero, infinite or NaN results, as libm gives them; a
+        // subnormal result is held to the bound like any other (inline float32 exp's may be
+        // 1 ulp off).
+        const bool lib_subnormal = std::fpclassify(lib) == FP_SUBNORMAL;
+        if (is_special(x) || (op->num_args == 2 && is_special(y)) ||
+            (is_special(lib) && !lib_subnormal)) {
           // A finite non-zero result may differ from libm's where it is the exactly rounded
           // one (glibc's erff rounds some results of denormal arguments 0.54 ulp off).
           bool exactly_rounded = std::isfinite(got) && got != 0 && std::isfinite(lib) && lib != 0 &&
@@ -279,8 +286,11 @@ TEST(VectorMath, LoopsOverMathOpsCallTheVectorVariants) {
         continue;
       }
       if (jit::has_inline_math(*computed, bits)) {
-        // Inline: vectors of float64 arithmetic rounded to float32, no call at all.
-        EXPECT_TRUE(std::regex_search(ir, std::regex("fptrunc <[0-9]+ x double>"))) << where << ir;
+        // Inline: vector arithmetic (exp in float32 lanes, tanh in float64 ones rounded to
+        // float32), no call at all.
+        const std::string lanes_of =
+            computed->name == "tanh" ? "fptrunc <[0-9]+ x double>" : "fmul <[0-9]+ x float>";
+        EXPECT_TRUE(std::regex_search(ir, std::regex(lanes_of))) << where << ir;
         EXPECT_EQ(ir.find("call float @" + computed->libm), std::string::npos) << where << ir;
         EXPECT_EQ(ir.find("primjit_vmath_"), std::string::npos) << where << "\n" << ir;
         EXPECT_EQ(ir.find("@_ZGV"), std::string::npos) << where << "\n" << ir;
@@ -307,11 +317,18 @@ void add_bits(std::vector<float>& xs, float from, float to, uint32_t step) {
   for (uint64_t u = lo; u <= hi; u += step) xs.push_back(std::bit_cast<float>(uint32_t(u)));
 }
 
+// What check_inline_f32 holds an inline function to, beyond every result within 1 ulp of the
+// exactly rounded one: the largest share of results that are not exactly rounded, and whether
+// subnormal results must be exactly rounded too (zero, infinite and NaN results, and those of
+// special arguments, always must).
+struct InlineAccuracy {
+  double misrounded_share;
+  bool subnormal_results_exact;
+};
+
 // Float32 T.<op> computed inline (jit/llvm/inline_math.h) on `xs`, by a T.vectorized loop and
-// by 8-lane vectors: every result is the exactly rounded one or 1 ulp from it, at most 1 in
-// 10^5 is not the exactly rounded one, and every subnormal, zero or infinite result (or one of
-// such an argument) is exactly rounded, as libm gives it there.
-void check_inline_f32(const std::string& name, std::vector<float> xs) {
+// by 8-lane vectors, against `accuracy`.
+void check_inline_f32(const std::string& name, std::vector<float> xs, InlineAccuracy accuracy) {
   Op op = Op::get(name);
   ASSERT_TRUE(jit::has_inline_math(*op, 32)) << "T." << name << " is not computed inline";
   const Reference& exact_value = references().at(name);
@@ -335,19 +352,23 @@ void check_inline_f32(const std::string& name, std::vector<float> xs) {
       misrounded++;
       if (first.empty()) first = hex(x) + ": " + hex(got) + " vs exactly rounded " + hex(exact);
       far += d > 1;
-      special += is_special(exact) || is_special(got) || is_special(x);
+      const bool subnormal = std::fpclassify(exact) == FP_SUBNORMAL;
+      special += is_special(x) || (is_special(exact) && !subnormal) ||
+                 (subnormal && accuracy.subnormal_results_exact);
     }
     std::string where = "T." + name + " lanes " + std::to_string(lanes) + ", first at " + first;
     EXPECT_EQ(far, 0) << where;
     EXPECT_EQ(special, 0) << where;
-    EXPECT_LE(misrounded, n / 100000) << where;
+    EXPECT_LE(misrounded, static_cast<int64_t>(static_cast<double>(n) * accuracy.misrounded_share))
+        << where;
   }
 }
 
 // Float32 T.exp: every 509th float of [-105, 90], every float of [-105, -87.4] (subnormal and
-// zero results), the overflow and underflow boundaries, the special values. Checked offline
-// on all 2.24 billion floats of [-105, 90]: 1595 are 1 ulp off, none further.
-TEST(VectorMath, Float32ExpIsExactlyRoundedAlmostEverywhere) {
+// zero results), the overflow and underflow boundaries, the special values. Checked on all
+// 2.24 billion floats of [-105, 90] (Float32ExpOnEveryFloat): 0.77 % are 1 ulp off, none
+// further. This sample is mostly subnormal results, 1.15 % of them 1 ulp off.
+TEST(VectorMath, Float32ExpIsWithinOneUlpEverywhere) {
   std::vector<float> xs = special_values<float>();
   add_bits(xs, 0.0f, 90.0f, 509);
   add_bits(xs, -0.0f, -87.4f, 509);
@@ -355,7 +376,48 @@ TEST(VectorMath, Float32ExpIsExactlyRoundedAlmostEverywhere) {
   for (float b : {88.72283935546875f, -87.33654022216796875f, -103.972084045410156f}) {
     add_bits(xs, std::bit_cast<float>(bits_of(b) - 64), std::bit_cast<float>(bits_of(b) + 64), 1);
   }
-  check_inline_f32("exp", std::move(xs));
+  check_inline_f32("exp", std::move(xs),
+                   {.misrounded_share = 0.015, .subnormal_results_exact = false});
+}
+
+// Float32 T.exp on every float of [-105, 90] (2.24 billion, about a minute): the check behind
+// the figures above, run where PRIMJIT_EXHAUSTIVE=1. The reference is expl rounded to float.
+TEST(VectorMath, Float32ExpOnEveryFloat) {
+  if (std::getenv("PRIMJIT_EXHAUSTIVE") == nullptr) GTEST_SKIP() << "set PRIMJIT_EXHAUSTIVE=1";
+  constexpr int64_t kChunk = int64_t{1} << 24;
+  Tensor a = Tensor::zeros({kChunk}, DataType::Float(32)),
+         b = Tensor::zeros({kChunk}, DataType::Float(32)),
+         c = Tensor::zeros({kChunk}, DataType::Float(32));
+  Jit jit;
+  Kernel k = jit.kernel(parse(kernel_text(Op::get("exp"), "float32", kChunk, 1))->lookup("vm"),
+                        {.target = Target::llvm()});
+  int64_t total = 0, off_by_one = 0, further = 0;
+  std::string first_far;
+  auto run = [&](uint32_t lo, uint32_t hi) {  // the floats whose bits are in [lo, hi]
+    for (uint64_t start = lo; start <= hi; start += kChunk) {
+      const int64_t count = std::min<int64_t>(kChunk, static_cast<int64_t>(hi - start + 1));
+      for (int64_t i = 0; i < kChunk; ++i) {
+        a.data<float>()[i] =
+            std::bit_cast<float>(static_cast<uint32_t>(start + std::min(i, count - 1)));
+      }
+      k(a, b, c);
+      for (int64_t i = 0; i < count; ++i) {
+        const float x = a.data<float>()[i], got = b.data<float>()[i];
+        const int64_t d = ulp_distance<float, int32_t>(got, static_cast<float>(expl(x)));
+        off_by_one += d == 1;
+        if (d > 1 && further++ == 0) first_far = hex(x) + ": " + hex(got);
+      }
+      total += count;
+    }
+  };
+  run(0, bits_of(90.0f));
+  run(bits_of(-0.0f), bits_of(-105.0f));
+  std::printf("float32 exp: %lld floats, %lld 1 ulp off (%.2f %%), %lld further\n",
+              static_cast<long long>(total), static_cast<long long>(off_by_one),
+              100.0 * static_cast<double>(off_by_one) / static_cast<double>(total),
+              static_cast<long long>(further));
+  EXPECT_EQ(further, 0) << "first at " << first_far;
+  EXPECT_LE(off_by_one, total / 100);
 }
 
 // Float32 T.tanh: every 509th float of [-10.5, 10.5] (subnormal arguments included), every
@@ -369,7 +431,8 @@ TEST(VectorMath, Float32TanhIsExactlyRoundedAlmostEverywhere) {
   add_bits(xs, 0.0624f, 0.0627f, 1);
   add_bits(xs, -0.0624f, -0.0627f, 1);
   add_bits(xs, 9.0f, 9.02f, 1);
-  check_inline_f32("tanh", std::move(xs));
+  check_inline_f32("tanh", std::move(xs),
+                   {.misrounded_share = 1e-5, .subnormal_results_exact = true});
 }
 
 // A vector symbol the library lacks (an older glibc) fails the link with an error naming the
