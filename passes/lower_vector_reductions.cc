@@ -1,7 +1,8 @@
 // LowerVectorReductions: a reduction loop the user marks `T.vectorized` is computed in lane-wise
 // partial accumulators and a final tree, in an order fixed here (docs/semantics.md, "Vector
 // reductions"), so that every backend computes the same bits and LLVM vectorizes it. Marking
-// the loop is the user's permission to reassociate; unmarked loops keep their exact order.
+// the loop is the user's permission to reassociate; unmarked loops keep their exact order,
+// except max and min reductions, whose result no order changes.
 //
 // Requires: flattened host code (after FlattenBuffer and Simplify), well-formed IR.
 // Ensures:  every `T.vectorized` loop outside a thread launch whose body is one store
@@ -20,8 +21,10 @@
 //           - a fixed tree: `partial[l] = partial[l] op partial[l + h]` for l < h, for
 //             h = W/2, W/4, ..., 1;
 //           - `B[j] = B[j] op partial[0]` (operands in the order of the original store).
-//           Loops of 64-bit unsigned T.min (no identity in the IR's int64 immediates) and all
-//           other loops are unchanged.
+//           Serial loops of that form whose op is T.max or T.min (associative and commutative
+//           on every type, so the lowering gives the serial loop's result) are lowered too
+//           when their extent is symbolic or at least 2 W. Loops of 64-bit unsigned T.min (no
+//           identity in the IR's int64 immediates) and all other loops are unchanged.
 // Example (float32, W = 32):
 //   for i in T.vectorized(n):                 p = T.alloc_buffer((32,), scope="local")
 //       acc[0] = acc[0] + A[i]          =>    for l in T.vectorized(32): p[l] = T.float32(-0.0)
@@ -222,6 +225,20 @@ std::optional<Reduction> match(const For* loop, const std::set<const VarNode*>& 
   return r;
 }
 
+// Lanes of partial accumulators for elements of `t`.
+int partial_lanes(DataType t) { return std::max(1, kPartialBytes / std::max(1, t.bytes())); }
+
+// Whether an unmarked (serial) reduction loop is lowered all the same: T.max and T.min are
+// associative and commutative on every type (on floats under the rule of docs/semantics.md:
+// NaN ignored, -0 below +0), so any order gives the serial loop's result; a loop with a
+// constant extent under two groups of partials is left alone (the partials would cost more
+// than they save).
+bool order_free(const For* loop, const Reduction& r) {
+  if (r.combiner != Combiner::kMax && r.combiner != Combiner::kMin) return false;
+  std::optional<int64_t> extent = as_const_int(loop->extent);
+  return !extent || *extent >= 2 * partial_lanes(r.store->value.dtype());
+}
+
 class ReductionLowering : public StmtExprMutator {
  public:
   explicit ReductionLowering(std::set<const VarNode*> allocated)
@@ -235,9 +252,13 @@ class ReductionLowering : public StmtExprMutator {
   }
 
   Stmt mutate(const For* op) override {
-    if (op->for_kind != ForKind::kVectorized) return StmtExprMutator::mutate(op);
+    if (op->for_kind != ForKind::kVectorized && op->for_kind != ForKind::kSerial) {
+      return StmtExprMutator::mutate(op);
+    }
     std::optional<Reduction> r = match(op, allocated_);
-    if (!r) return StmtExprMutator::mutate(op);
+    if (!r || (op->for_kind == ForKind::kSerial && !order_free(op, *r))) {
+      return StmtExprMutator::mutate(op);
+    }
     return lower(op, *r);
   }
 
@@ -250,7 +271,7 @@ class ReductionLowering : public StmtExprMutator {
 Stmt ReductionLowering::lower(const For* op, const Reduction& r) {
   const Buffer& acc = r.store->buffer;
   DataType t = r.store->value.dtype();
-  const int lanes = std::max(1, kPartialBytes / std::max(1, t.bytes()));
+  const int lanes = partial_lanes(t);
   DataType it = op->loop_var.dtype();
   auto c = [&](int64_t v) { return IntImm::make(it, v); };
   Buffer partial = Buffer::make(acc->name + "_partial", t, {c(lanes)}, "local");

@@ -471,14 +471,14 @@ class Generator {
     }
   }
 
-  // `acc[0] = acc[0] op X` in a T.vectorized loop of `extent` iterations (none, some or several
-  // groups of LowerVectorReductions' 32 lanes, and a tail), between an initial load and a store
-  // of the result; `element(i, dtype)` is the load X. LowerVectorReductions reassociates the
-  // reduction (docs/semantics.md), which the passes check compares within a tolerance: float
-  // sums and products reduce X clamped to [-1, 1] (NaN gives 1), so that no partial result
-  // overflows in any order (|init * x1 * ... | <= |init|, |init + sum| <= |init| + extent), as
-  // a value stored before the loop (1e30, 88.75, ...) would make it; max, min and int
-  // arithmetic do not depend on the order.
+  // `acc[0] = acc[0] op X` in a T.vectorized loop (for max and min, sometimes a serial one) of
+  // `extent` iterations (none, some or several groups of LowerVectorReductions' 32 lanes, and a
+  // tail), between an initial load and a store of the result; `element(i, dtype)` is the load X.
+  // LowerVectorReductions reassociates the reduction (docs/semantics.md), which the passes check
+  // compares within a tolerance: float sums and products reduce X clamped to [-1, 1] (NaN gives 1),
+  // so that no partial result overflows in any order (|init * x1 * ... | <= |init|, |init + sum| <=
+  // |init| + extent), as a value stored before the loop (1e30, 88.75, ...) would make it; max, min
+  // and int arithmetic do not depend on the order.
   template <typename Element>
   Stmt reduction(int depth, const Expr& extent, Element element) {
     DataType t = chance(50) ? kI32 : kF32;
@@ -507,8 +507,11 @@ class Generator {
         value = Min::make(a, b);
         break;
     }
-    Stmt loop = For::make(i, make_const(0), extent, ForKind::kVectorized,
-                          BufferStore::make(acc, value, {make_const(0)}));
+    // Max and min reductions are lowered unmarked too (their result has no order): half of
+    // them are serial loops.
+    const ForKind kind = op >= 2 && chance(50) ? ForKind::kSerial : ForKind::kVectorized;
+    Stmt loop =
+        For::make(i, make_const(0), extent, kind, BufferStore::make(acc, value, {make_const(0)}));
     std::vector<Buffer> fixed = buffers_of(t);
     std::erase_if(fixed, [](const Buffer& x) { return !fixed_1d(x); });
     Expr init = BufferLoad::make(one_of(fixed), {bounded(depth, kExtent)});
