@@ -2,7 +2,7 @@
 // partial accumulators and a final tree, in an order fixed here (docs/semantics.md, "Vector
 // reductions"), so that every backend computes the same bits and LLVM vectorizes it. Marking
 // the loop is the user's permission to reassociate; unmarked loops keep their exact order,
-// except max and min reductions, whose result no order changes.
+// except float max and min reductions, whose value no order changes.
 //
 // Requires: flattened host code (after FlattenBuffer and Simplify), well-formed IR.
 // Ensures:  every `T.vectorized` loop outside a thread launch whose body is one store
@@ -21,10 +21,12 @@
 //           - a fixed tree: `partial[l] = partial[l] op partial[l + h]` for l < h, for
 //             h = W/2, W/4, ..., 1;
 //           - `B[j] = B[j] op partial[0]` (operands in the order of the original store).
-//           Serial loops of that form whose op is T.max or T.min (associative and commutative
-//           on every type, so the lowering gives the serial loop's result) are lowered too
-//           when their extent is symbolic or at least 2 W. Loops of 64-bit unsigned T.min (no
-//           identity in the IR's int64 immediates) and all other loops are unchanged.
+//           Serial loops of that form in host code whose op is T.max or T.min on floats
+//           (associative and commutative under docs/semantics.md's rule, so the lowering gives
+//           the serial loop's value) are lowered too: a constant extent of at least 2 W as
+//           above, a symbolic one as `if extent >= 2 W: <lowered> else: <the loop>`. Loops of
+//           64-bit unsigned T.min (no identity in the IR's int64 immediates) and all other
+//           loops are unchanged.
 // Example (float32, W = 32):
 //   for i in T.vectorized(n):                 p = T.alloc_buffer((32,), scope="local")
 //       acc[0] = acc[0] + A[i]          =>    for l in T.vectorized(32): p[l] = T.float32(-0.0)
@@ -43,6 +45,7 @@
 
 #include "passes/fresh_definitions.h"
 #include "passes/pass_list.h"
+#include "primjit/ir/attr_keys.h"
 #include "primjit/ir/functor.h"
 #include "primjit/ir/op.h"
 #include "primjit/ir/structural.h"
@@ -228,44 +231,61 @@ std::optional<Reduction> match(const For* loop, const std::set<const VarNode*>& 
 // Lanes of partial accumulators for elements of `t`.
 int partial_lanes(DataType t) { return std::max(1, kPartialBytes / std::max(1, t.bytes())); }
 
-// Whether an unmarked (serial) reduction loop is lowered all the same: T.max and T.min are
-// associative and commutative on every type (on floats under the rule of docs/semantics.md:
-// NaN ignored, -0 below +0), so any order gives the serial loop's result; a loop with a
-// constant extent under two groups of partials is left alone (the partials would cost more
-// than they save).
+// Whether an unmarked (serial) reduction loop is lowered all the same: T.max and T.min on
+// floats are associative and commutative under the rule of docs/semantics.md (NaN ignored,
+// -0 below +0), so any order gives the serial loop's value (when every operand is NaN, the
+// result is NaN, not necessarily the same NaN). Float only: LLVM vectorizes unmarked integer
+// max/min reductions itself. A loop with a constant extent under two groups of partials is
+// left alone (the partials would cost more than they save); a symbolic one is lowered behind
+// a run-time test of its extent (lower).
 bool order_free(const For* loop, const Reduction& r) {
   if (r.combiner != Combiner::kMax && r.combiner != Combiner::kMin) return false;
+  if (!r.store->value.dtype().is_float()) return false;
   std::optional<int64_t> extent = as_const_int(loop->extent);
   return !extent || *extent >= 2 * partial_lanes(r.store->value.dtype());
 }
 
 class ReductionLowering : public StmtExprMutator {
  public:
-  explicit ReductionLowering(std::set<const VarNode*> allocated)
-      : allocated_(std::move(allocated)) {}
+  // `unmarked`: whether serial max/min loops are lowered too (host code only: a device
+  // function's threads would each carry the partials).
+  ReductionLowering(std::set<const VarNode*> allocated, bool unmarked)
+      : allocated_(std::move(allocated)), unmarked_(unmarked) {}
 
   Expr mutate_expr(const Expr& expr) override { return expr; }
 
   Stmt mutate(const AttrStmt* op) override {
-    if (op->key != "thread_extent") return StmtExprMutator::mutate(op);
+    if (op->key == attr::kDeviceScope) {
+      const bool outer = unmarked_;
+      unmarked_ = false;
+      Stmt out = StmtExprMutator::mutate(op);
+      unmarked_ = outer;
+      return out;
+    }
+    if (op->key != attr::kThreadExtent) return StmtExprMutator::mutate(op);
     return Stmt(op);  // device code: left to the device backends
   }
 
   Stmt mutate(const For* op) override {
-    if (op->for_kind != ForKind::kVectorized && op->for_kind != ForKind::kSerial) {
+    const bool serial = op->for_kind == ForKind::kSerial;
+    if (op->for_kind != ForKind::kVectorized && !(serial && unmarked_)) {
       return StmtExprMutator::mutate(op);
     }
     std::optional<Reduction> r = match(op, allocated_);
-    if (!r || (op->for_kind == ForKind::kSerial && !order_free(op, *r))) {
-      return StmtExprMutator::mutate(op);
-    }
-    return lower(op, *r);
+    if (!r || (serial && !order_free(op, *r))) return StmtExprMutator::mutate(op);
+    Stmt lowered = lower(op, *r);
+    if (!serial || as_const_int(op->extent)) return lowered;
+    // A symbolic extent may be small at run time, where the serial loop is cheaper.
+    const int64_t enough = 2 * partial_lanes(r->store->value.dtype());
+    return IfThenElse::make(GE::make(op->extent, IntImm::make(op->extent.dtype(), enough)), lowered,
+                            Stmt(op));
   }
 
  private:
   Stmt lower(const For* op, const Reduction& r);
 
   std::set<const VarNode*> allocated_;
+  bool unmarked_;
 };
 
 Stmt ReductionLowering::lower(const For* op, const Reduction& r) {
@@ -334,8 +354,10 @@ Pass make_lower_vector_reductions_pass() {
                          allocs.visit_stmt(func->body);
                          std::set<const VarNode*> allocated = allocs.private_allocations();
                          if (allocated.empty()) return func;
+                         Target target = func->target();
+                         const bool host = !target.defined() || !target->is_device();
                          Stmt body =
-                             ReductionLowering(std::move(allocated)).mutate_stmt(func->body);
+                             ReductionLowering(std::move(allocated), host).mutate_stmt(func->body);
                          return body.same_as(func->body) ? func : func.with_body(body);
                        });
 }

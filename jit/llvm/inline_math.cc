@@ -30,8 +30,8 @@ constexpr double kExpMax = 89.0;
 constexpr double kExpMin = -104.0;
 constexpr double kLog2E = 0x1.71547652b82fep0;
 constexpr double kLn2 = 0x1.62e42fefa39efp-1;
-// Float32 exp's constants: log2(e); ln 2 split into ln2_hi, whose 16 significant bits make
-// n * ln2_hi exact for |n| <= 256 (so x - n * ln2_hi is exact with or without a fused
+// Float32 exp's constants: log2(e); ln 2 split into ln2_hi, whose 15 significant bits make
+// n * ln2_hi exact for |n| <= 512 (so x - n * ln2_hi is exact with or without a fused
 // multiply-add), and ln2_lo = ln 2 - ln2_hi rounded; the shifter 1.5 * 2^23 rounds t
 // (|t| < 2^22) to the nearest integer n and holds n in its low bits. e^r ~ 1 + r + r^2 P(r) for
 // |r| <= ln 2 / 2, P of degree 4 (minimax for the relative error of the whole, 2^-28.3 before
