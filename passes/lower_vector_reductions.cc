@@ -9,7 +9,8 @@
 //           `B[j] = B[j] op e` or `B[j] = e op B[j]`, where op is +, *, T.max or T.min on a
 //           scalar int, uint or float dtype, B is allocated in the function (T.alloc_buffer, so
 //           no parameter or view can alias it), j does not depend on the loop and loads
-//           nothing, and e neither mentions B's data nor calls anything with side effects, is
+//           nothing, e neither mentions B's data nor calls anything with side effects, and
+//           neither do the loop's bounds (they are evaluated more than once), is
 //           replaced by (W = 128 bytes / element size lanes, k = i - min the iteration number):
 //           - a local buffer `B_partial` of W elements, each set to op's identity (0, -0.0 for
 //             float sums, 1, the type's lowest / highest value for int max / min, NaN for float
@@ -224,6 +225,10 @@ std::optional<Reduction> match(const For* loop, const std::set<const VarNode*>& 
   }
   UseCollector u = uses_of(r.element);
   if (u.unsafe_calls || u.vars.count(store->buffer->data.get())) return std::nullopt;
+  // The lowering evaluates the loop's bounds more than once (min for every element).
+  for (const Expr& bound : {loop->min, loop->extent}) {
+    if (uses_of(bound).unsafe_calls) return std::nullopt;
+  }
   if (!identity(r.combiner, t)) return std::nullopt;
   return r;
 }

@@ -142,5 +142,29 @@ TEST(Reductions, UnmarkedFloatMaxAndMinAreLowered) {
   EXPECT_NE(text.find("n >= 64"), std::string::npos) << text;  // (CSE names the test)
 }
 
+// A loop whose bounds call something with effects keeps its one evaluation of them: it is not
+// lowered, marked or not (the lowering evaluates min for every element).
+TEST(Reductions, BoundsWithEffectsAreEvaluatedOnce) {
+  const std::string text = R"(
+@T.prim_func
+def counted(a: T.handle, out: T.Buffer((2,), "float32")):
+    T.func_attr({"target": T.target("llvm")})
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    acc = T.alloc_buffer((2,), "float32", scope="local")
+    acc[0] = out[0]
+    acc[1] = out[1]
+    for i in range(T.call_extern("int32", "next_count")):
+        acc[0] = T.max(acc[0], A[i])
+    for i in T.vectorized(T.call_extern("int32", "next_start"), n):
+        acc[1] = T.min(acc[1], A[i])
+    out[0] = acc[0]
+    out[1] = acc[1]
+)";
+  const std::string lowered =
+      print(passes::run_passes(parse(text), std::vector<std::string>{"LowerVectorReductions"}));
+  EXPECT_EQ(lowered.find("_partial"), std::string::npos) << lowered;
+}
+
 }  // namespace
 }  // namespace primjit
