@@ -421,6 +421,62 @@ TEST(HostGlue, TableChecksGiveTheMessagesOfTheGeneratedChecks) {
             on("Mismatched type", 0, "Tensor, got None"));
 }
 
+// The table's checks of a boolean parameter (a bool or an int passes; a float does not) and
+// of the device ids of a cuda function's tensors (all on the first one's device), which the
+// runtime's own checks otherwise catch first.
+TEST(HostGlue, TableChecksBooleansAndDeviceIds) {
+  OrcEngine engine;
+  HostProgram flags(engine, lower(R"(
+@T.prim_func
+def flag(a: T.handle, on: T.bool):
+    T.func_attr({"target": T.target("llvm")})
+    A = T.match_buffer(a, (4,), "float32")
+    if on:
+        A[0] = T.float32(1)
+)"));
+  HostEntry flag = flags.function("flag");
+  Tensor a({4});
+  PJValue on{};
+  auto call_flag = [&] {
+    std::vector<PJValue> args = {a.arg(), on};
+    return test::error_of([&] { call_packed(flag, args.data(), 2); });
+  };
+  on.type_index = kPJBool;
+  on.v_int64 = 1;
+  EXPECT_EQ(call_flag(), "");
+  EXPECT_EQ(a.data[0], 1.0f);
+  a.data[0] = 0;
+  on.type_index = kPJInt;  // an int passes as a bool
+  EXPECT_EQ(call_flag(), "");
+  EXPECT_EQ(a.data[0], 1.0f);
+  on.type_index = kPJFloat;
+  on.v_float64 = 1.0;
+  EXPECT_EQ(call_flag(),
+            "Mismatched type on argument #1 when calling:\n  `flag(A: Tensor([4], float32), on: "
+            "bool)`,\n  expected boolean, got float");
+
+  HostProgram copies(engine, lower(R"(
+@T.prim_func
+def copy(a: T.handle, b: T.handle):
+    T.func_attr({"target": T.target("cuda", arch="sm_90", host="llvm")})
+    A = T.match_buffer(a, (4,), "float32")
+    B = T.match_buffer(b, (4,), "float32")
+    tx = T.launch_thread("threadIdx.x", 4)
+    B[tx] = A[tx]
+)"));
+  HostEntry copy = copies.function("copy");
+  Tensor x({4}), y({4});
+  x.dl.device = {kDLCUDA, 0};
+  y.dl.device = {kDLCUDA, 1};
+  std::vector<PJValue> args = {x.arg(), y.arg()};
+  EXPECT_EQ(test::error_of([&] { call_packed(copy, args.data(), 2); }),
+            "Mismatched B.device_id on argument #1 when calling:\n  `copy(A: Tensor([4], "
+            "float32), B: Tensor([4], float32))`,\n  expected to match A.device_id, got 1");
+  x.dl.device = {kDLCUDA, 1};  // one device: the checks pass (what fails then is the launch)
+  EXPECT_EQ(test::error_of([&] { call_packed(copy, args.data(), 2); }).find("device_id"),
+            std::string::npos);
+}
+
 // Up to 64 parameters the table's checks are inline compares (the runtime's check is called
 // only to say why a call is refused); beyond, the wrapper calls the runtime's check alone.
 TEST(HostGlue, SmallWrappersCheckInline) {
