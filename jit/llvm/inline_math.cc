@@ -16,33 +16,61 @@ namespace {
 
 using llvm::Value;
 
-// e^r ~ sum kExpCoefficients[k] r^k for |r| <= 0.3466 (ln 2 / 2 = 0.34657...): the minimax
-// polynomial of degree 8 for the relative error, 2^-40 at most (Remez exchange in float64 on a
+// float32 tanh's e^2|x| in float64 lanes (exp_core): e^r ~ sum kExpCoefficients[k] r^k for
+// |r| <= 0.3466 (ln 2 / 2 = 0.34657...): the minimax polynomial of degree 8 for the relative
+// error, 2^-40 at most (Remez exchange in float64 on a
 // grid of 20001 points; rounded to float64 the coefficients keep that bound).
 constexpr double kExpCoefficients[] = {
     0x1.ffffffffff7a4p-1,  0x1.ffffffffd55c2p-1,  0x1.00000000880a3p-1,
     0x1.555555a08b09cp-3,  0x1.55555404e9954p-5,  0x1.111082a3bc47ep-7,
     0x1.6c18b35eb0dc7p-10, 0x1.a1a82bcb377f0p-13, 0x1.9eda8b3d97cf9p-16,
 };
-// Beyond these arguments float32 exp is +inf (e^89 > 2^128) and 0 (e^-104 < 2^-150, half the
-// smallest subnormal): clamping there changes no result and keeps 2^n a normal float64.
-constexpr double kExpMax = 89.0;
-constexpr double kExpMin = -104.0;
 constexpr double kLog2E = 0x1.71547652b82fep0;
 constexpr double kLn2 = 0x1.62e42fefa39efp-1;
-// Float32 exp's constants: log2(e); ln 2 split into ln2_hi, whose 15 significant bits make
-// n * ln2_hi exact for |n| <= 512 (so x - n * ln2_hi is exact with or without a fused
-// multiply-add), and ln2_lo = ln 2 - ln2_hi rounded; the shifter 1.5 * 2^23 rounds t
-// (|t| < 2^22) to the nearest integer n and holds n in its low bits. e^r ~ 1 + r + r^2 P(r) for
-// |r| <= ln 2 / 2, P of degree 4 (minimax for the relative error of the whole, 2^-28.3 before
-// the coefficients were rounded to float32; Lawson iterations in 50-digit arithmetic).
-constexpr float kLog2EF = 0x1.715476p0f;
-constexpr float kLn2HiF = 0x1.62e4p-1f;
-constexpr float kLn2LoF = 0x1.7f7d1cp-20f;
-constexpr float kShifterF = 0x1.8p23f;
-constexpr float kExpF32Coefficients[] = {
-    0x1.fffffcp-2f, 0x1.555492p-3f, 0x1.5558f2p-5f, 0x1.1239d4p-7f, 0x1.6a2448p-10f,
+// The exp scheme's constants for one float type (exp_lanes): arguments are clamped to
+// [min, max] (beyond, the result is 0 or +inf, so the clamp changes no result, and 2^n stays a
+// product of two normal floats); log2(e); ln 2 split into ln2_hi, whose trailing zero bits make
+// n * ln2_hi exact for every n reached (so x - n * ln2_hi is exact with or without a fused
+// multiply-add), and ln2_lo = ln 2 - ln2_hi rounded; the shifter 1.5 * 2^mantissa_bits rounds
+// x log2(e) to the nearest integer n and holds n in its low bits. e^r ~ 1 + r + r^2 P(r) for
+// |r| <= ln 2 / 2, P minimax for the relative error of the whole (Lawson iterations in 50-60
+// digit arithmetic, then rounded to the type).
+struct ExpScheme {
+  double max, min, log2e, ln2_hi, ln2_lo, shifter;
+  std::span<const double> coefficients;  // of P, lowest degree first
+  int mantissa_bits, exponent_bias;
 };
+
+// float32: clamped to [-104, 89] (e^89 > 2^128; e^-104 < 2^-150, half the smallest subnormal);
+// 15 significant bits in ln2_hi (|n| <= 150); P of degree 4, 2^-28.3 before rounding.
+constexpr double kExpF32Coefficients[] = {
+    0x1.fffffcp-2, 0x1.555492p-3, 0x1.5558f2p-5, 0x1.1239d4p-7, 0x1.6a2448p-10,
+};
+constexpr ExpScheme kExpF32 = {.max = 89.0,
+                               .min = -104.0,
+                               .log2e = 0x1.715476p0,
+                               .ln2_hi = 0x1.62e4p-1,
+                               .ln2_lo = 0x1.7f7d1cp-20,
+                               .shifter = 0x1.8p23,
+                               .coefficients = kExpF32Coefficients,
+                               .mantissa_bits = 23,
+                               .exponent_bias = 127};
+// float64: clamped to [-746, 710] (e^710 > 2^1024; e^-746 < 2^-1075); 32 significant bits in
+// ln2_hi (|n| <= 1077); P of degree 9, 2^-56.3.
+constexpr double kExpF64Coefficients[] = {
+    0x1.000000000000ap-1,  0x1.55555555554fap-3,  0x1.555555555088ap-5,  0x1.1111111127b9cp-7,
+    0x1.6c16c18426d4cp-10, 0x1.a01a012a6ac16p-13, 0x1.a0199a15e6c91p-16, 0x1.71df2535edc3ap-19,
+    0x1.28ad6974c784dp-22, 0x1.ad7f83d047378p-26,
+};
+constexpr ExpScheme kExpF64 = {.max = 710.0,
+                               .min = -746.0,
+                               .log2e = 0x1.71547652b82fep0,
+                               .ln2_hi = 0x1.62e42feep-1,
+                               .ln2_lo = 0x1.a39ef35793c76p-33,
+                               .shifter = 0x1.8p52,
+                               .coefficients = kExpF64Coefficients,
+                               .mantissa_bits = 52,
+                               .exponent_bias = 1023};
 // tanh(x) rounds to 1 in float32 from x = 9.01 on. Below kTanhSeries, where 1 - 2 / (e^2x + 1)
 // would lose e^2x's 2^-40 to cancellation (2^-37 relative left at 1/16), the odd series
 // x + x^3 (-1/3 + x^2 (2/15 + x^2 (-17/315 + x^2 62/2835))): the next term, 1382 x^11 / 155925,
@@ -81,33 +109,39 @@ Value* exp_core(llvm::IRBuilderBase& b, Value* xd) {
   return b.CreateFMul(p, scale);
 }
 
-// exp of float32 lanes, in float32 arithmetic (see the header).
-Value* exp_f32(llvm::IRBuilderBase& b, Value* x) {
+// exp of float lanes in their own type (see the header), by `scheme`.
+Value* exp_lanes(llvm::IRBuilderBase& b, Value* x, const ExpScheme& scheme) {
   llvm::Type* type = x->getType();
-  llvm::Type* bits = type->getWithNewType(b.getInt32Ty());
-  auto f = [&](float v) { return llvm::ConstantFP::get(type, v); };
-  auto i = [&](int32_t v) { return llvm::ConstantInt::get(bits, static_cast<uint64_t>(v), true); };
+  const unsigned width = type->getScalarSizeInBits();
+  llvm::Type* bits = type->getWithNewType(b.getIntNTy(width));
+  auto f = [&](double v) { return llvm::ConstantFP::get(type, v); };
+  auto i = [&](int64_t v) { return llvm::ConstantInt::get(bits, static_cast<uint64_t>(v), true); };
   // Comparisons that are false for NaN: NaN stays NaN through every step below.
-  x = b.CreateSelect(b.CreateFCmpOGT(x, f(kExpMax)), f(kExpMax), x);
-  x = b.CreateSelect(b.CreateFCmpOLT(x, f(kExpMin)), f(kExpMin), x);
-  Value* shifted = mul_add(b, x, f(kLog2EF), f(kShifterF));
-  Value* n = b.CreateFSub(shifted, f(kShifterF));
-  Value* r = mul_add(b, n, f(-kLn2HiF), x);
-  r = mul_add(b, n, f(-kLn2LoF), r);
-  constexpr int kDegree = static_cast<int>(std::size(kExpF32Coefficients)) - 1;
-  Value* p = f(kExpF32Coefficients[kDegree]);
-  for (int k = kDegree - 1; k >= 0; --k) p = mul_add(b, p, r, f(kExpF32Coefficients[k]));
-  Value* u = b.CreateFAdd(mul_add(b, b.CreateFMul(r, r), p, r), f(1.0f));
-  // 2^n in two factors 2^n1 and 2^n2, n1 = floor(n / 2): both normal floats for n in
-  // [-150, 129], so u * 2^n1 is exact and the one rounding is the last product's.
-  Value* whole = b.CreateSub(b.CreateBitCast(shifted, bits), i(std::bit_cast<int32_t>(kShifterF)));
+  x = b.CreateSelect(b.CreateFCmpOGT(x, f(scheme.max)), f(scheme.max), x);
+  x = b.CreateSelect(b.CreateFCmpOLT(x, f(scheme.min)), f(scheme.min), x);
+  Value* shifted = mul_add(b, x, f(scheme.log2e), f(scheme.shifter));
+  Value* n = b.CreateFSub(shifted, f(scheme.shifter));
+  Value* r = mul_add(b, n, f(-scheme.ln2_hi), x);
+  r = mul_add(b, n, f(-scheme.ln2_lo), r);
+  const std::span<const double> c = scheme.coefficients;
+  Value* p = f(c.back());
+  for (size_t k = c.size() - 1; k-- > 0;) p = mul_add(b, p, r, f(c[k]));
+  Value* u = b.CreateFAdd(mul_add(b, b.CreateFMul(r, r), p, r), f(1.0));
+  // 2^n in two factors 2^n1 and 2^n2, n1 = floor(n / 2): both normal for every n reached, so
+  // u * 2^n1 is exact and the one rounding is the last product's.
+  Value* shifter_bits = b.CreateBitCast(f(scheme.shifter), bits);
+  Value* whole = b.CreateSub(b.CreateBitCast(shifted, bits), shifter_bits);
   Value* n1 = b.CreateAShr(whole, i(1));
   Value* n2 = b.CreateSub(whole, n1);
   auto power = [&](Value* e) {
-    return b.CreateBitCast(b.CreateShl(b.CreateAdd(e, i(127)), i(23)), type);
+    return b.CreateBitCast(
+        b.CreateShl(b.CreateAdd(e, i(scheme.exponent_bias)), i(scheme.mantissa_bits)), type);
   };
   return b.CreateFMul(b.CreateFMul(u, power(n1)), power(n2));
 }
+
+Value* exp_f32(llvm::IRBuilderBase& b, Value* x) { return exp_lanes(b, x, kExpF32); }
+Value* exp_f64(llvm::IRBuilderBase& b, Value* x) { return exp_lanes(b, x, kExpF64); }
 
 // tanh of float32 lanes, computed in float64 on |x| and rounded once (see the header).
 Value* tanh_f32(llvm::IRBuilderBase& b, Value* x) {
@@ -131,26 +165,42 @@ Value* tanh_f32(llvm::IRBuilderBase& b, Value* x) {
 
 using InlineMath = Value* (*)(llvm::IRBuilderBase&, Value*);
 
-// The inline functions on float32, by op.
+// The inline functions on float32 and on float64, by op.
 const OpMap<InlineMath>& inline_f32() {
   static const OpMap<InlineMath> table = [] {
-    OpMap<InlineMath> m("host code generation's inline math");
+    OpMap<InlineMath> m("host code generation's inline float32 math");
     m.set("exp", exp_f32).set("tanh", tanh_f32);
     return m;
   }();
   return table;
 }
 
+const OpMap<InlineMath>& inline_f64() {
+  static const OpMap<InlineMath> table = [] {
+    OpMap<InlineMath> m("host code generation's inline float64 math");
+    m.set("exp", exp_f64);
+    return m;
+  }();
+  return table;
+}
+
+const OpMap<InlineMath>* inline_table(int element_bits) {
+  return element_bits == 32 ? &inline_f32() : element_bits == 64 ? &inline_f64() : nullptr;
+}
+
 }  // namespace
 
 bool has_inline_math(const OpNode& op, int element_bits) {
-  return element_bits == 32 && inline_f32().find(&op) != nullptr;
+  const OpMap<InlineMath>* table = inline_table(element_bits);
+  return table != nullptr && table->find(&op) != nullptr;
 }
 
 Value* emit_inline_math(llvm::IRBuilderBase& b, const OpNode& op, Value* x) {
-  PRIMJIT_ICHECK(x->getType()->getScalarType()->isFloatTy() && has_inline_math(op, 32))
+  llvm::Type* element = x->getType()->getScalarType();
+  const int bits = element->isFloatTy() ? 32 : element->isDoubleTy() ? 64 : 0;
+  PRIMJIT_ICHECK(has_inline_math(op, bits))
       << "inline math: T." << op.name << " has no inline form for this type";
-  return (*inline_f32().find(&op))(b, x);
+  return (*inline_table(bits)->find(&op))(b, x);
 }
 
 }  // namespace primjit::jit

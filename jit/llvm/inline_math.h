@@ -19,6 +19,14 @@
 //   all but 1595 of those floats; this file until 2026-11) and 1.4 ns for libmvec's float64
 //   variant; libmvec's float32 variant errs by up to 3 ulp.
 //
+// T.exp on float64: the same scheme in float64 lanes, four to a 256-bit vector: clamped to
+//   [-746, 710], ln2_hi with 32 significant bits, P of degree 9 (2^-56.3 relative), 2^n as two
+//   normal factors. On 140 million arguments (100 million uniform over [-746, 710], 20 million
+//   with subnormal results, 20 million near 0) every result is the exactly rounded one
+//   (against expl) or 1 ulp from it: 6.8 % 1 ulp off with fused multiply-add, 7.1 % without;
+//   the special values and thresholds exact. 1.34 ns per element against 4.2 ns for the
+//   scalar call of glibc's exp it replaces (libmvec's float64 exp errs beyond the 2 ulp bound).
+//
 // T.tanh on float32: in float64 on |x| (clamped to 10, where tanh is 1 in float32), sign copied
 //   from x: 1 - 2 / (e^2|x| + 1) with e^2|x| in float64 (the shifter and range reduction as
 //   above, in float64, and a degree 8 polynomial with relative error 2^-40: exp_core), below
