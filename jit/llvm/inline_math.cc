@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <limits>
 #include <span>
 
 #include <llvm/IR/IRBuilder.h>
@@ -143,6 +144,50 @@ Value* exp_lanes(llvm::IRBuilderBase& b, Value* x, const ExpScheme& scheme) {
 Value* exp_f32(llvm::IRBuilderBase& b, Value* x) { return exp_lanes(b, x, kExpF32); }
 Value* exp_f64(llvm::IRBuilderBase& b, Value* x) { return exp_lanes(b, x, kExpF64); }
 
+// float64 log (see the header): log(1 + f) = f - f^2/2 + s (f^2/2 + z P(z)), s = f / (2 + f),
+// z = s^2, for the m = 1 + f in [sqrt(1/2), sqrt(2)) of x = m 2^e; P minimax of degree 6 for
+// (2 atanh(s) - 2s) / s^3 on z in [0, 0.0295] (2^-57.6 relative, Lawson iterations in 60-digit
+// arithmetic).
+constexpr double kLogF64Coefficients[] = {
+    0x1.5555555555558p-1, 0x1.999999999522ep-2, 0x1.2492492e02ae3p-2, 0x1.c71c62d1ca6aep-3,
+    0x1.7462b9b700e5ap-3, 0x1.39fdc7f7cda52p-3, 0x1.2b5f0930ce665p-3,
+};
+
+Value* log_f64(llvm::IRBuilderBase& b, Value* x) {
+  llvm::Type* type = x->getType();
+  llvm::Type* bits = type->getWithNewType(b.getInt64Ty());
+  auto c = [&](double v) { return llvm::ConstantFP::get(type, v); };
+  auto i = [&](int64_t v) { return llvm::ConstantInt::get(bits, static_cast<uint64_t>(v), true); };
+  // Subnormal arguments are scaled by 2^52 first (exactly), and their exponent counts it.
+  Value* tiny = b.CreateFCmpOLT(x, c(0x1p-1022));
+  Value* scaled = b.CreateSelect(tiny, b.CreateFMul(x, c(0x1p52)), x);
+  Value* ix = b.CreateBitCast(scaled, bits);
+  // e such that m = scaled / 2^e lies in [sqrt(1/2), sqrt(2)): the exponent of scaled, less
+  // one where its significand is below sqrt(1/2)'s.
+  Value* e = b.CreateAShr(b.CreateSub(ix, i(0x3fe6a09e667f3bcd)), i(52));
+  Value* m = b.CreateBitCast(b.CreateSub(ix, b.CreateShl(e, i(52))), type);
+  Value* f = b.CreateFSub(m, c(1.0));  // exact: m is within a factor 2 of 1
+  Value* s = b.CreateFDiv(f, b.CreateFAdd(c(2.0), f));
+  Value* z = b.CreateFMul(s, s);
+  const std::span<const double> coefficients = kLogF64Coefficients;
+  Value* p = c(coefficients.back());
+  for (size_t k = coefficients.size() - 1; k-- > 0;) p = mul_add(b, p, z, c(coefficients[k]));
+  Value* r = b.CreateFMul(z, p);
+  Value* hfsq = b.CreateFMul(b.CreateFMul(c(0.5), f), f);
+  Value* k = b.CreateSIToFP(b.CreateAdd(e, b.CreateSelect(tiny, i(-52), i(0))), type);
+  // k ln2_hi (exact: ln2_hi has 32 significant bits, |k| <= 1075) - ((f^2/2 - (s (f^2/2 + r) +
+  // k ln2_lo)) - f): the small terms first, f (exact) last.
+  Value* small = mul_add(b, s, b.CreateFAdd(hfsq, r), b.CreateFMul(k, c(kExpF64.ln2_lo)));
+  Value* y =
+      b.CreateFSub(b.CreateFMul(k, c(kExpF64.ln2_hi)), b.CreateFSub(b.CreateFSub(hfsq, small), f));
+  // log(x < 0) = NaN, log(+-0) = -inf, log(+inf) = +inf, NaN stays NaN (the selects in this
+  // order: a NaN argument fails every ordered comparison and is passed on by the last).
+  y = b.CreateSelect(b.CreateFCmpOLT(x, c(0.0)), c(std::numeric_limits<double>::quiet_NaN()), y);
+  y = b.CreateSelect(b.CreateFCmpOEQ(x, c(0.0)), c(-std::numeric_limits<double>::infinity()), y);
+  y = b.CreateSelect(b.CreateFCmpOEQ(x, c(std::numeric_limits<double>::infinity())), x, y);
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
+}
+
 // tanh of float32 lanes, computed in float64 on |x| and rounded once (see the header).
 Value* tanh_f32(llvm::IRBuilderBase& b, Value* x) {
   llvm::Type* type = x->getType();
@@ -178,7 +223,7 @@ const OpMap<InlineMath>& inline_f32() {
 const OpMap<InlineMath>& inline_f64() {
   static const OpMap<InlineMath> table = [] {
     OpMap<InlineMath> m("host code generation's inline float64 math");
-    m.set("exp", exp_f64);
+    m.set("exp", exp_f64).set("log", log_f64);
     return m;
   }();
   return table;

@@ -27,6 +27,14 @@
 //   the special values and thresholds exact. 1.34 ns per element against 4.2 ns for the
 //   scalar call of glibc's exp it replaces (libmvec's float64 exp errs beyond the 2 ulp bound).
 //
+// T.log on float64, in float64 lanes: x = m 2^e with m in [sqrt(1/2), sqrt(2)) (subnormal x
+//   scaled by 2^52 first), f = m - 1 (exact), s = f / (2 + f), log m = 2 atanh(s) = f - f^2/2 +
+//   s (f^2/2 + s^2 P(s^2)) with P of degree 6, plus e ln 2 in two parts. On 120 million
+//   arguments (random bits over all positive doubles, [0.5, 2], within 1e-6 of 1,
+//   subnormals) every result is within 1 ulp of logl's, 2.6 % 1 ulp off (with or without FMA);
+//   log(+-0) = -inf, log(x < 0) = NaN, log(+inf) = +inf, NaN passed on, log(1) = 0. 2.1 ns per
+//   element against 4.1 ns for the scalar call of glibc's log it replaces.
+//
 // T.tanh on float32: in float64 on |x| (clamped to 10, where tanh is 1 in float32), sign copied
 //   from x: 1 - 2 / (e^2|x| + 1) with e^2|x| in float64 (the shifter and range reduction as
 //   above, in float64, and a degree 8 polynomial with relative error 2^-40: exp_core), below
