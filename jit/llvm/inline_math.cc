@@ -40,6 +40,9 @@ struct ExpScheme {
   double max, min, log2e, ln2_hi, ln2_lo, shifter;
   std::span<const double> coefficients;  // of P, lowest degree first
   int mantissa_bits, exponent_bias;
+  // 2^x instead of e^x: n = nearest integer to x, r = (x - n) ln 2 (x - n is exact; the one
+  // rounding of the product errs by under 0.2 ulp of the result).
+  bool base2 = false;
 };
 
 // float32: clamped to [-104, 89] (e^89 > 2^128; e^-104 < 2^-150, half the smallest subnormal);
@@ -72,6 +75,17 @@ constexpr ExpScheme kExpF64 = {.max = 710.0,
                                .coefficients = kExpF64Coefficients,
                                .mantissa_bits = 52,
                                .exponent_bias = 1023};
+// float64 exp2: clamped to [-1076, 1025] (2^1025 overflows; 2^-1076 rounds to 0).
+constexpr ExpScheme kExp2F64 = {.max = 1025.0,
+                                .min = -1076.0,
+                                .log2e = 1.0,
+                                .ln2_hi = 0x1.62e42feep-1,
+                                .ln2_lo = 0x1.a39ef35793c76p-33,
+                                .shifter = 0x1.8p52,
+                                .coefficients = kExpF64Coefficients,
+                                .mantissa_bits = 52,
+                                .exponent_bias = 1023,
+                                .base2 = true};
 // tanh(x) rounds to 1 in float32 from x = 9.01 on. Below kTanhSeries, where 1 - 2 / (e^2x + 1)
 // would lose e^2x's 2^-40 to cancellation (2^-37 relative left at 1/16), the odd series
 // x + x^3 (-1/3 + x^2 (2/15 + x^2 (-17/315 + x^2 62/2835))): the next term, 1382 x^11 / 155925,
@@ -120,10 +134,16 @@ Value* exp_lanes(llvm::IRBuilderBase& b, Value* x, const ExpScheme& scheme) {
   // Comparisons that are false for NaN: NaN stays NaN through every step below.
   x = b.CreateSelect(b.CreateFCmpOGT(x, f(scheme.max)), f(scheme.max), x);
   x = b.CreateSelect(b.CreateFCmpOLT(x, f(scheme.min)), f(scheme.min), x);
-  Value* shifted = mul_add(b, x, f(scheme.log2e), f(scheme.shifter));
+  Value* shifted = scheme.base2 ? b.CreateFAdd(x, f(scheme.shifter))
+                                : mul_add(b, x, f(scheme.log2e), f(scheme.shifter));
   Value* n = b.CreateFSub(shifted, f(scheme.shifter));
-  Value* r = mul_add(b, n, f(-scheme.ln2_hi), x);
-  r = mul_add(b, n, f(-scheme.ln2_lo), r);
+  Value* r;
+  if (scheme.base2) {
+    r = b.CreateFMul(b.CreateFSub(x, n), f(scheme.ln2_hi + scheme.ln2_lo));
+  } else {
+    r = mul_add(b, n, f(-scheme.ln2_hi), x);
+    r = mul_add(b, n, f(-scheme.ln2_lo), r);
+  }
   const std::span<const double> c = scheme.coefficients;
   Value* p = f(c.back());
   for (size_t k = c.size() - 1; k-- > 0;) p = mul_add(b, p, r, f(c[k]));
@@ -143,6 +163,7 @@ Value* exp_lanes(llvm::IRBuilderBase& b, Value* x, const ExpScheme& scheme) {
 
 Value* exp_f32(llvm::IRBuilderBase& b, Value* x) { return exp_lanes(b, x, kExpF32); }
 Value* exp_f64(llvm::IRBuilderBase& b, Value* x) { return exp_lanes(b, x, kExpF64); }
+Value* exp2_f64(llvm::IRBuilderBase& b, Value* x) { return exp_lanes(b, x, kExp2F64); }
 
 // float64 log (see the header): log(1 + f) = f - f^2/2 + s (f^2/2 + z P(z)), s = f / (2 + f),
 // z = s^2, for the m = 1 + f in [sqrt(1/2), sqrt(2)) of x = m 2^e; P minimax of degree 6 for
@@ -223,7 +244,7 @@ const OpMap<InlineMath>& inline_f32() {
 const OpMap<InlineMath>& inline_f64() {
   static const OpMap<InlineMath> table = [] {
     OpMap<InlineMath> m("host code generation's inline float64 math");
-    m.set("exp", exp_f64).set("log", log_f64);
+    m.set("exp", exp_f64).set("exp2", exp2_f64).set("log", log_f64);
     return m;
   }();
   return table;

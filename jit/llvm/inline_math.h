@@ -27,6 +27,12 @@
 //   the special values and thresholds exact. 1.34 ns per element against 4.2 ns for the
 //   scalar call of glibc's exp it replaces (libmvec's float64 exp errs beyond the 2 ulp bound).
 //
+// T.exp2 on float64: the same scheme with n = the nearest integer to x and r = (x - n) ln 2
+//   (x - n exact, the product's rounding under 0.2 ulp of the result), clamped to
+//   [-1076, 1025]. On 140 million arguments within 1 ulp of exp2l's, 7.1 % 1 ulp off (7.4 %
+//   without FMA); integers give their powers of 2 exactly. 1.23 ns per element against 2.9 ns
+//   for the scalar call of glibc's exp2.
+//
 // T.log on float64, in float64 lanes: x = m 2^e with m in [sqrt(1/2), sqrt(2)) (subnormal x
 //   scaled by 2^52 first), f = m - 1 (exact), s = f / (2 + f), log m = 2 atanh(s) = f - f^2/2 +
 //   s (f^2/2 + s^2 P(s^2)) with P of degree 6, plus e ln 2 in two parts. On 120 million
