@@ -75,17 +75,16 @@ constexpr ExpScheme kExpF64 = {.max = 710.0,
                                .coefficients = kExpF64Coefficients,
                                .mantissa_bits = 52,
                                .exponent_bias = 1023};
-// float64 exp2: clamped to [-1076, 1025] (2^1025 overflows; 2^-1076 rounds to 0).
-constexpr ExpScheme kExp2F64 = {.max = 1025.0,
-                                .min = -1076.0,
-                                .log2e = 1.0,
-                                .ln2_hi = 0x1.62e42feep-1,
-                                .ln2_lo = 0x1.a39ef35793c76p-33,
-                                .shifter = 0x1.8p52,
-                                .coefficients = kExpF64Coefficients,
-                                .mantissa_bits = 52,
-                                .exponent_bias = 1023,
-                                .base2 = true};
+// float64 exp2: float64 exp's constants in base 2, clamped to [-1076, 1025] (2^1025
+// overflows; 2^-1076 rounds to 0).
+constexpr ExpScheme base2_of(ExpScheme scheme, double max, double min) {
+  scheme.max = max;
+  scheme.min = min;
+  scheme.log2e = 1.0;
+  scheme.base2 = true;
+  return scheme;
+}
+constexpr ExpScheme kExp2F64 = base2_of(kExpF64, 1025.0, -1076.0);
 // tanh(x) rounds to 1 in float32 from x = 9.01 on. Below kTanhSeries, where 1 - 2 / (e^2x + 1)
 // would lose e^2x's 2^-40 to cancellation (2^-37 relative left at 1/16), the odd series
 // x + x^3 (-1/3 + x^2 (2/15 + x^2 (-17/315 + x^2 62/2835))): the next term, 1382 x^11 / 155925,
