@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -106,4 +107,14 @@ struct Kernel::State {
   }
 };
 
+namespace jit {
+
+/// The variant a call with `args` (checked) and its `key` selects, compiled or loaded now if it
+/// is not in memory; counted like a prewarm, not as a hit (jit.cc's lookup, for the compiles
+/// ahead of calls in kernel_signatures.cc).
+std::shared_ptr<Variant> variant_for_call(const std::shared_ptr<Kernel::State>& state,
+                                          std::span<const Arg> args, const KeyBuffer& key,
+                                          bool dynamic);
+
+}  // namespace jit
 }  // namespace primjit
