@@ -246,8 +246,12 @@ int partial_lanes(DataType t) { return std::max(1, kPartialBytes / std::max(1, t
 bool order_free(const For* loop, const Reduction& r) {
   if (r.combiner != Combiner::kMax && r.combiner != Combiner::kMin) return false;
   if (!r.store->value.dtype().is_float()) return false;
+  const int64_t enough = 2 * partial_lanes(r.store->value.dtype());
+  // The run-time test compares the extent with 2W in the extent's type (int8: 128 does not fit).
+  const int bits = loop->extent.dtype().bits();
+  if (bits < 64 && enough > (int64_t{1} << (bits - 1)) - 1) return false;
   std::optional<int64_t> extent = as_const_int(loop->extent);
-  return !extent || *extent >= 2 * partial_lanes(r.store->value.dtype());
+  return !extent || *extent >= enough;
 }
 
 class ReductionLowering : public StmtExprMutator {

@@ -376,7 +376,7 @@ int run(const Options& options) {
       "pipeline, compile_jit, realize):\n");
   std::printf("%-18s %-6s %11s %11s %9s\n", "kernel", "size", "primjit", "Halide", "pj/Halide");
   for (const Result& r : results) {
-    if (r.row.size == "large") continue;
+    if (r.row.size == "large" || !r.failure.empty()) continue;  // no ratio of a failed row
     std::printf("%-18s %-6s %11.2f %11.2f %9.2f\n", r.row.kernel.c_str(), r.row.size.c_str(),
                 r.primjit_first_ms, r.halide_first_ms, r.primjit_first_ms / r.halide_first_ms);
   }
