@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <vector>
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
@@ -105,6 +106,14 @@ Value* mul_add(llvm::IRBuilderBase& b, Value* x, Value* y, Value* z) {
   return b.CreateFAdd(b.CreateFMul(x, y), z);
 }
 
+// c[0] + x (c[1] + x (c[2] + ...)): Horner's rule, fused where the host fuses.
+Value* horner(llvm::IRBuilderBase& b, Value* x, std::span<const double> c) {
+  llvm::Type* type = x->getType();
+  Value* p = llvm::ConstantFP::get(type, c.back());
+  for (size_t k = c.size() - 1; k-- > 0;) p = mul_add(b, p, x, llvm::ConstantFP::get(type, c[k]));
+  return p;
+}
+
 // e^xd for float64 lanes xd in [-208, 89] or NaN (the range reduction and 2^n hold there):
 // float32 tanh's e^2|x|.
 Value* exp_core(llvm::IRBuilderBase& b, Value* xd) {
@@ -123,8 +132,9 @@ Value* exp_core(llvm::IRBuilderBase& b, Value* xd) {
   return b.CreateFMul(p, scale);
 }
 
-// exp of float lanes in their own type (see the header), by `scheme`.
-Value* exp_lanes(llvm::IRBuilderBase& b, Value* x, const ExpScheme& scheme) {
+// exp of float lanes in their own type (see the header), by `scheme`; e^(x + x_lo) where x_lo
+// (a correction far below ulp(x), only for exp in base e) is given.
+Value* exp_lanes(llvm::IRBuilderBase& b, Value* x, const ExpScheme& scheme, Value* x_lo = nullptr) {
   llvm::Type* type = x->getType();
   const unsigned width = type->getScalarSizeInBits();
   llvm::Type* bits = type->getWithNewType(b.getIntNTy(width));
@@ -142,10 +152,9 @@ Value* exp_lanes(llvm::IRBuilderBase& b, Value* x, const ExpScheme& scheme) {
   } else {
     r = mul_add(b, n, f(-scheme.ln2_hi), x);
     r = mul_add(b, n, f(-scheme.ln2_lo), r);
+    if (x_lo != nullptr) r = b.CreateFAdd(r, x_lo);
   }
-  const std::span<const double> c = scheme.coefficients;
-  Value* p = f(c.back());
-  for (size_t k = c.size() - 1; k-- > 0;) p = mul_add(b, p, r, f(c[k]));
+  Value* p = horner(b, r, scheme.coefficients);
   Value* u = b.CreateFAdd(mul_add(b, b.CreateFMul(r, r), p, r), f(1.0));
   // 2^n in two factors 2^n1 and 2^n2, n1 = floor(n / 2): both normal for every n reached, so
   // u * 2^n1 is exact and the one rounding is the last product's.
@@ -173,38 +182,113 @@ constexpr double kLogF64Coefficients[] = {
     0x1.7462b9b700e5ap-3, 0x1.39fdc7f7cda52p-3, 0x1.2b5f0930ce665p-3,
 };
 
-Value* log_f64(llvm::IRBuilderBase& b, Value* x) {
+// log(m) of x = m 2^k for float64 lanes, in parts (log_parts): log m = f - f^2/2 + s (f^2/2 +
+// r) with f exact.
+struct LogParts {
+  Value* k;     // the exponent, as a float64
+  Value* f;     // m - 1
+  Value* hfsq;  // f^2 / 2
+  Value* s;     // f / (2 + f)
+  Value* r;     // s^2 P(s^2)
+};
+
+// x's parts; subnormal x (only where `subnormals`) is scaled by 2^52 first, exactly, and k
+// counts it.
+LogParts log_parts(llvm::IRBuilderBase& b, Value* x, bool subnormals) {
   llvm::Type* type = x->getType();
   llvm::Type* bits = type->getWithNewType(b.getInt64Ty());
   auto c = [&](double v) { return llvm::ConstantFP::get(type, v); };
   auto i = [&](int64_t v) { return llvm::ConstantInt::get(bits, static_cast<uint64_t>(v), true); };
-  // Subnormal arguments are scaled by 2^52 first (exactly), and their exponent counts it.
-  Value* tiny = b.CreateFCmpOLT(x, c(0x1p-1022));
-  Value* scaled = b.CreateSelect(tiny, b.CreateFMul(x, c(0x1p52)), x);
+  Value* tiny = subnormals ? b.CreateFCmpOLT(x, c(0x1p-1022)) : nullptr;
+  Value* scaled = subnormals ? b.CreateSelect(tiny, b.CreateFMul(x, c(0x1p52)), x) : x;
   Value* ix = b.CreateBitCast(scaled, bits);
   // e such that m = scaled / 2^e lies in [sqrt(1/2), sqrt(2)): the exponent of scaled, less
   // one where its significand is below sqrt(1/2)'s.
   Value* e = b.CreateAShr(b.CreateSub(ix, i(0x3fe6a09e667f3bcd)), i(52));
   Value* m = b.CreateBitCast(b.CreateSub(ix, b.CreateShl(e, i(52))), type);
-  Value* f = b.CreateFSub(m, c(1.0));  // exact: m is within a factor 2 of 1
-  Value* s = b.CreateFDiv(f, b.CreateFAdd(c(2.0), f));
-  Value* z = b.CreateFMul(s, s);
-  const std::span<const double> coefficients = kLogF64Coefficients;
-  Value* p = c(coefficients.back());
-  for (size_t k = coefficients.size() - 1; k-- > 0;) p = mul_add(b, p, z, c(coefficients[k]));
-  Value* r = b.CreateFMul(z, p);
-  Value* hfsq = b.CreateFMul(b.CreateFMul(c(0.5), f), f);
-  Value* k = b.CreateSIToFP(b.CreateAdd(e, b.CreateSelect(tiny, i(-52), i(0))), type);
-  // k ln2_hi (exact: ln2_hi has 32 significant bits, |k| <= 1075) - ((f^2/2 - (s (f^2/2 + r) +
-  // k ln2_lo)) - f): the small terms first, f (exact) last.
-  Value* small = mul_add(b, s, b.CreateFAdd(hfsq, r), b.CreateFMul(k, c(kExpF64.ln2_lo)));
-  Value* y =
-      b.CreateFSub(b.CreateFMul(k, c(kExpF64.ln2_hi)), b.CreateFSub(b.CreateFSub(hfsq, small), f));
-  // log(x < 0) = NaN, log(+-0) = -inf, log(+inf) = +inf, NaN stays NaN (the selects in this
-  // order: a NaN argument fails every ordered comparison and is passed on by the last).
+  LogParts p;
+  p.f = b.CreateFSub(m, c(1.0));  // exact: m is within a factor 2 of 1
+  p.s = b.CreateFDiv(p.f, b.CreateFAdd(c(2.0), p.f));
+  Value* z = b.CreateFMul(p.s, p.s);
+  p.r = b.CreateFMul(z, horner(b, z, kLogF64Coefficients));
+  p.hfsq = b.CreateFMul(b.CreateFMul(c(0.5), p.f), p.f);
+  if (subnormals) e = b.CreateAdd(e, b.CreateSelect(tiny, i(-52), i(0)));
+  p.k = b.CreateSIToFP(e, type);
+  return p;
+}
+
+// k ln 2 + log(1 + f) + small: k ln2_hi (exact: ln2_hi has 32 significant bits, |k| <= 1075)
+// - ((f^2/2 - (s (f^2/2 + r) + (k ln2_lo + small))) - f): the small terms first, f (exact)
+// last.
+Value* log_sum(llvm::IRBuilderBase& b, const LogParts& p, Value* small = nullptr) {
+  auto c = [&](double v) { return llvm::ConstantFP::get(p.k->getType(), v); };
+  Value* low = b.CreateFMul(p.k, c(kExpF64.ln2_lo));
+  if (small != nullptr) low = b.CreateFAdd(low, small);
+  Value* tail = mul_add(b, p.s, b.CreateFAdd(p.hfsq, p.r), low);
+  return b.CreateFSub(b.CreateFMul(p.k, c(kExpF64.ln2_hi)),
+                      b.CreateFSub(b.CreateFSub(p.hfsq, tail), p.f));
+}
+
+// log and log2's values at the special arguments: x < 0 gives NaN, +-0 -inf, +inf +inf, NaN
+// itself (the selects in this order: a NaN argument fails every ordered comparison and is
+// passed on by the last).
+Value* log_specials(llvm::IRBuilderBase& b, Value* x, Value* y) {
+  auto c = [&](double v) { return llvm::ConstantFP::get(x->getType(), v); };
   y = b.CreateSelect(b.CreateFCmpOLT(x, c(0.0)), c(std::numeric_limits<double>::quiet_NaN()), y);
   y = b.CreateSelect(b.CreateFCmpOEQ(x, c(0.0)), c(-std::numeric_limits<double>::infinity()), y);
   y = b.CreateSelect(b.CreateFCmpOEQ(x, c(std::numeric_limits<double>::infinity())), x, y);
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
+}
+
+Value* log_f64(llvm::IRBuilderBase& b, Value* x) {
+  return log_specials(b, x, log_sum(b, log_parts(b, x, true)));
+}
+
+// The value's bits with the low 32 cleared: 21 significant bits, whose product with another
+// such value is exact.
+Value* high_bits(llvm::IRBuilderBase& b, Value* v) {
+  llvm::Type* bits = v->getType()->getWithNewType(b.getInt64Ty());
+  return b.CreateBitCast(
+      b.CreateAnd(b.CreateBitCast(v, bits), llvm::ConstantInt::get(bits, 0xffffffff00000000ull)),
+      v->getType());
+}
+
+// 1 / ln 2 = kInvLn2Hi + kInvLn2Lo, the first with 21 significant bits (high_bits).
+constexpr double kInvLn2Hi = 0x1.71547p0;
+constexpr double kInvLn2Lo = 0x1.94ae0bf85ddf4p-22;
+
+// float64 log2 (see the header): k + log(m) / ln 2 with log m = hi + lo, hi = f - f^2/2 cut to
+// 21 significant bits so that hi / ln 2's leading part is exact, and the sum with k in two
+// parts (Fast2Sum: |k| >= 1 > |hi / ln 2| or k = 0).
+Value* log2_f64(llvm::IRBuilderBase& b, Value* x) {
+  auto c = [&](double v) { return llvm::ConstantFP::get(x->getType(), v); };
+  LogParts p = log_parts(b, x, true);
+  Value* hi = high_bits(b, b.CreateFSub(p.f, p.hfsq));
+  Value* lo = b.CreateFAdd(b.CreateFSub(b.CreateFSub(p.f, hi), p.hfsq),
+                           b.CreateFMul(p.s, b.CreateFAdd(p.hfsq, p.r)));
+  Value* value_hi = b.CreateFMul(hi, c(kInvLn2Hi));  // exact
+  Value* value_lo = mul_add(b, b.CreateFAdd(lo, hi), c(kInvLn2Lo), b.CreateFMul(lo, c(kInvLn2Hi)));
+  Value* w = b.CreateFAdd(p.k, value_hi);
+  value_lo = b.CreateFAdd(value_lo, b.CreateFAdd(b.CreateFSub(p.k, w), value_hi));
+  return log_specials(b, x, b.CreateFAdd(value_lo, w));
+}
+
+// float64 log1p (see the header): u = 1 + x rounded, c its rounding error (TwoSum, exact), then
+// log(u) + c / u: log's parts of u (never subnormal: u >= 2^-53 where x > -1) with c / u among
+// the small terms.
+Value* log1p_f64(llvm::IRBuilderBase& b, Value* x) {
+  auto c = [&](double v) { return llvm::ConstantFP::get(x->getType(), v); };
+  Value* u = b.CreateFAdd(c(1.0), x);
+  Value* x_part = b.CreateFSub(u, x);
+  Value* one_part = b.CreateFSub(u, x_part);
+  Value* error = b.CreateFAdd(b.CreateFSub(c(1.0), x_part), b.CreateFSub(x, one_part));
+  Value* y = log_sum(b, log_parts(b, u, false), b.CreateFDiv(error, u));
+  // log1p(x < -1) = NaN, log1p(-1) = -inf, log1p(+inf) = +inf, log1p(+-0) = +-0, NaN passed
+  // on.
+  y = b.CreateSelect(b.CreateFCmpOLT(x, c(-1.0)), c(std::numeric_limits<double>::quiet_NaN()), y);
+  y = b.CreateSelect(b.CreateFCmpOEQ(x, c(-1.0)), c(-std::numeric_limits<double>::infinity()), y);
+  y = b.CreateSelect(b.CreateFCmpOEQ(x, c(std::numeric_limits<double>::infinity())), x, y);
+  y = b.CreateSelect(b.CreateFCmpOEQ(x, c(0.0)), x, y);
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
 }
 
@@ -228,6 +312,203 @@ Value* tanh_f32(llvm::IRBuilderBase& b, Value* x) {
   return b.CreateIntrinsic(llvm::Intrinsic::copysign, {type}, {b.CreateFPTrunc(t, type), x});
 }
 
+// e^r - 1 ~ r + r^2 Q(r) for r in [-0.01, ln 2 + 0.01]: Q minimax of degree 11 for the error
+// relative to e^r - 1 (2^-57.9; Lawson iterations in 40-digit arithmetic).
+constexpr double kExpm1F64Coefficients[] = {
+    0x1.0000000000000p-1,  0x1.5555555555557p-3,  0x1.5555555555420p-5,  0x1.1111111117b0cp-7,
+    0x1.6c16c169b1d99p-10, 0x1.a01a022629a2fp-13, 0x1.a019eea54d06cp-16, 0x1.71e0065cbb7c4p-19,
+    0x1.27c79a5445bd6p-22, 0x1.b0e2b70b3f8e0p-26, 0x1.0dc599ffc3dddp-29, 0x1.e61f84e59c544p-33,
+};
+// tanh(x) rounds to 1 in float64 from x = 19.06 on.
+constexpr double kTanhMaxF64 = 22.0;
+
+// e^y - 1 for float64 lanes y in [0, 44] or NaN: n = floor(y / ln 2) (rounded from
+// y / ln 2 - 1/2), r = y - n ln 2 in [0, ln 2) (Cody-Waite, as exp), e^y - 1 = 2^n (e^r - 1) +
+// (2^n - 1): every term is >= 0, so nothing cancels, and 2^n - 1 is exact (n <= 63).
+Value* expm1_nonnegative(llvm::IRBuilderBase& b, Value* y) {
+  llvm::Type* type = y->getType();
+  llvm::Type* bits = type->getWithNewType(b.getInt64Ty());
+  auto c = [&](double v) { return llvm::ConstantFP::get(type, v); };
+  auto i = [&](int64_t v) { return llvm::ConstantInt::get(bits, static_cast<uint64_t>(v), true); };
+  Value* shifted = b.CreateFAdd(mul_add(b, y, c(kExpF64.log2e), c(-0.5)), c(kShifter));
+  Value* n = b.CreateFSub(shifted, c(kShifter));
+  Value* r = mul_add(b, n, c(-kExpF64.ln2_hi), y);
+  r = mul_add(b, n, c(-kExpF64.ln2_lo), r);
+  Value* em1 = mul_add(b, b.CreateFMul(r, r), horner(b, r, kExpm1F64Coefficients), r);
+  Value* whole = b.CreateSub(b.CreateBitCast(shifted, bits), b.CreateBitCast(c(kShifter), bits));
+  Value* scale = b.CreateBitCast(b.CreateShl(b.CreateAdd(whole, i(1023)), i(52)), type);
+  return mul_add(b, scale, em1, b.CreateFSub(scale, c(1.0)));
+}
+
+// float64 tanh (see the header): tanh |x| = e / (e + 2) with e = e^2|x| - 1, the division
+// corrected for the rounding of e + 2 (TwoSum) and its own (the remainder by a fused
+// multiply-add), sign copied from x.
+Value* tanh_f64(llvm::IRBuilderBase& b, Value* x) {
+  llvm::Type* type = x->getType();
+  auto c = [&](double v) { return llvm::ConstantFP::get(type, v); };
+  Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  a = b.CreateSelect(b.CreateFCmpOGT(a, c(kTanhMaxF64)), c(kTanhMaxF64), a);  // NaN stays
+  Value* e = expm1_nonnegative(b, b.CreateFAdd(a, a));
+  Value* d = b.CreateFAdd(e, c(2.0));
+  Value* e_part = b.CreateFSub(d, c(2.0));
+  Value* two_part = b.CreateFSub(d, e_part);
+  Value* d_error = b.CreateFAdd(b.CreateFSub(e, e_part), b.CreateFSub(c(2.0), two_part));
+  Value* t0 = b.CreateFDiv(e, d);
+  Value* remainder = mul_add(b, b.CreateFNeg(t0), d, e);
+  Value* t = b.CreateFAdd(t0, b.CreateFDiv(b.CreateFSub(remainder, b.CreateFMul(t0, d_error)), d));
+  return b.CreateIntrinsic(llvm::Intrinsic::copysign, {type}, {t, x});
+}
+
+// erf(x) = x + x P(x^2) for |x| < kErfSeriesEnd: P minimax of degree 10 for the error relative
+// to erf(x) / x (2^-54.9).
+constexpr double kErfSeriesEnd = 0.875;
+constexpr double kErfCoefficients[] = {
+    0x1.06eba8214db68p-3,  -0x1.812746b03795dp-2,  0x1.ce2f21a03bc93p-4,  -0x1.b82ce310568eep-6,
+    0x1.565bccb326784p-8,  -0x1.c02da2a98fee2p-11, 0x1.f9a11777f703bp-14, -0x1.f4a9ea622fa6ep-17,
+    0x1.b7e52d83d42ffp-20, -0x1.4f6bc3481bfd3p-23, 0x1.674ad36c2124fp-27,
+};
+// Beyond, erf(a) = 1 - e^-a^2 g(a) with g(a) = erfc(a) e^a^2 ~ G_i(a - mid_i) on five pieces
+// [start_i, start_i+1) up to 6 (erf rounds to 1 from 5.93 on): G_i minimax of degree 12 for
+// the relative error, which keeps erfc's error below 0.07 * 2^-54 (erf's half ulp is 2^-54).
+struct ErfcPiece {
+  double start, mid;
+  double g[13];
+};
+constexpr double kErfMax = 6.0;
+constexpr ErfcPiece kErfcPieces[] = {
+    {0.875,
+     0x1.1p+0,
+     {0x1.a4f550c5f1a99p-2, -0x1.04ec886c0552fp-2, 0x1.1f73ffa65802ep-3, -0x1.20926c49bc7c0p-4,
+      0x1.0c4c6c3e57d21p-5, -0x1.d352a27fd0c0fp-7, 0x1.807142dfe461bp-8, -0x1.2cabf8f909f46p-9,
+      0x1.c16bd1cfe0040p-11, -0x1.42482890afeeep-12, 0x1.bd1a9a81b982bp-14, -0x1.2c45ba607e887p-15,
+      0x1.82c3a87364163p-17}},
+    {1.25,
+     0x1.8p+0,
+     {0x1.494daffa2ad68p-2, -0x1.4f1988444caf3p-3, 0x1.37ea271bc54c5p-4, -0x1.0dc51d2943b35p-5,
+      0x1.b65944f34db28p-7, -0x1.513ed758d9eb5p-8, 0x1.ee705e736c13bp-10, -0x1.5b0acc3e2caeap-11,
+      0x1.d450a3163862cp-13, -0x1.30b6a570a75c6p-14, 0x1.7f9168643c77fp-16, -0x1.dc48cf7204390p-18,
+      0x1.197396d71d620p-19}},
+    {1.75,
+     0x1.1p+1,
+     {0x1.f0fd28fdc20abp-3, -0x1.8d6f73d5aa0b8p-4, 0x1.2adaf7aaf565bp-5, -0x1.aa2443aaf03ddp-7,
+      0x1.21decee0e6467p-8, -0x1.7a1818dce5b61p-10, 0x1.dab55d5bd54dbp-12, -0x1.1fc8c8a1eb7a1p-13,
+      0x1.51e0a725faf31p-15, -0x1.80db922d83ec7p-17, 0x1.aa8cf3328e886p-19, -0x1.db26d247b84f1p-21,
+      0x1.f2788aa71ba3dp-23}},
+    {2.5,
+     0x1.9p+1,
+     {0x1.612a8125451bbp-3, -0x1.9e8803e1762f9p-5, 0x1.d503e1d2017bbp-7, -0x1.009a9274441cap-8,
+      0x1.104973fed59dbp-10, -0x1.18d4628edfe22p-12, 0x1.1a12c36cc53acp-14, -0x1.1464d776a128fp-16,
+      0x1.08958724418eep-18, -0x1.eebe4fc170c0bp-21, 0x1.c5e6c271b1027p-23, -0x1.b2511079fc144p-25,
+      0x1.7d183e2dfd05fp-27}},
+    {3.75,
+     0x1.38p+2,
+     {0x1.d0a2236d49399p-4, -0x1.6ea9db642d5e3p-6, 0x1.1c3200b151bebp-8, -0x1.b1138bf03f40fp-11,
+      0x1.44a17946d4636p-13, -0x1.df22feff7d054p-16, 0x1.5c557da5e5ac7p-18, -0x1.f3507bfd85ebcp-21,
+      0x1.60e3862788716p-23, -0x1.e94caa2ac2f61p-26, 0x1.511d277c49f56p-28, -0x1.02ad1c1dabdfcp-30,
+      0x1.596473a4f02b3p-33}},
+};
+
+// float64 erf (see the header): every lane computes both forms (the piece's coefficients by
+// selects), the sign copied from x.
+Value* erf_f64(llvm::IRBuilderBase& b, Value* x) {
+  llvm::Type* type = x->getType();
+  llvm::Type* bits = type->getWithNewType(b.getInt64Ty());
+  auto c = [&](double v) { return llvm::ConstantFP::get(type, v); };
+  Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  Value* series = mul_add(b, a, horner(b, b.CreateFMul(a, a), kErfCoefficients), a);
+  Value* ac = b.CreateSelect(b.CreateFCmpOGT(a, c(kErfMax)), c(kErfMax), a);  // NaN stays
+  // The piece's coefficients, from the last piece whose start ac has reached.
+  std::vector<Value*> at_or_beyond;
+  for (const ErfcPiece& piece : std::span(kErfcPieces).subspan(1))
+    at_or_beyond.push_back(b.CreateFCmpOGE(ac, c(piece.start)));
+  auto pick = [&](auto field) {
+    Value* v = c(field(kErfcPieces[0]));
+    for (size_t i = 1; i < std::size(kErfcPieces); ++i)
+      v = b.CreateSelect(at_or_beyond[i - 1], c(field(kErfcPieces[i])), v);
+    return v;
+  };
+  Value* t = b.CreateFSub(ac, pick([](const ErfcPiece& p) { return p.mid; }));
+  Value* g = pick([](const ErfcPiece& p) { return p.g[12]; });
+  for (int k = 11; k >= 0; --k)
+    g = mul_add(b, g, t, pick([k](const ErfcPiece& p) { return p.g[k]; }));
+  // e^-ac^2 as e^-(hi + lo): hi = ah^2 exact for ah = ac cut to 26 significant bits,
+  // lo = ac^2 - ah^2 = (ac - ah)(ac + ah).
+  Value* ah = b.CreateBitCast(
+      b.CreateAnd(b.CreateBitCast(ac, bits), llvm::ConstantInt::get(bits, 0xfffffffff8000000ull)),
+      type);
+  Value* hi = b.CreateFMul(ah, ah);
+  Value* lo = b.CreateFMul(b.CreateFSub(ac, ah), b.CreateFAdd(ac, ah));
+  Value* e = exp_lanes(b, b.CreateFNeg(hi), kExpF64, b.CreateFNeg(lo));
+  Value* complement = b.CreateFSub(c(1.0), b.CreateFMul(e, g));
+  Value* y = b.CreateSelect(b.CreateFCmpOLT(a, c(kErfSeriesEnd)), series, complement);
+  return b.CreateIntrinsic(llvm::Intrinsic::copysign, {type}, {y, x});
+}
+
+// sin and cos of float64 lanes with |x| <= kTrigMax (see the header). pi/2 in three parts, the
+// first two with 33 significant bits (n pi2_1 and n pi2_2 exact for |n| < 2^20), 2/pi; sin r ~
+// r + r^3 S(r^2) and cos r ~ 1 - r^2/2 + r^4 C(r^2) on |r| <= pi/4: S and C minimax of degree 5
+// (2^-56.4 and 2^-59.6 relative).
+constexpr double kTrigMax = 0x1p20;
+constexpr double kPio2Parts[] = {0x1.921fb544p+0, 0x1.0b4611a6p-34, 0x1.3198a2e037073p-69};
+constexpr double kTwoOverPi = 0x1.45f306dc9c883p-1;
+constexpr double kSinCoefficients[] = {
+    -0x1.5555555555548p-3, 0x1.111111110f7cdp-7,   -0x1.a01a019bfd818p-13,
+    0x1.71de35677182dp-19, -0x1.ae5e5a42bd198p-26, 0x1.5d8fba34b27d9p-33,
+};
+constexpr double kCosCoefficients[] = {
+    0x1.555555555554bp-5,   -0x1.6c16c16c14f8dp-10, 0x1.a01a019c83ec1p-16,
+    -0x1.27e4f7ea7b8b8p-22, 0x1.1ee9d7821dbc3p-29,  -0x1.8fa47f36f177bp-37,
+};
+
+Value* trig_f64(llvm::IRBuilderBase& b, Value* x, bool cosine, Value** in_range) {
+  llvm::Type* type = x->getType();
+  llvm::Type* bits = type->getWithNewType(b.getInt64Ty());
+  auto c = [&](double v) { return llvm::ConstantFP::get(type, v); };
+  auto i = [&](int64_t v) { return llvm::ConstantInt::get(bits, static_cast<uint64_t>(v), true); };
+  Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  *in_range = b.CreateFCmpOLE(a, c(kTrigMax));  // false for infinities and NaN
+  // n = nearest integer to x 2/pi; x - n pi/2 = y + y_lo: x - n pi2_1 exact, less n pi2_2 in
+  // two parts (TwoSum), less n pi2_3, gathered by Fast2Sum.
+  Value* shifted = mul_add(b, x, c(kTwoOverPi), c(kShifter));
+  Value* n = b.CreateFSub(shifted, c(kShifter));
+  Value* r1 = mul_add(b, b.CreateFNeg(n), c(kPio2Parts[0]), x);
+  Value* w2 = b.CreateFMul(n, c(kPio2Parts[1]));
+  Value* r2 = b.CreateFSub(r1, w2);
+  Value* r1_part = b.CreateFAdd(r2, w2);
+  Value* w2_part = b.CreateFSub(r2, r1_part);
+  Value* e2 = b.CreateFAdd(b.CreateFSub(r1, r1_part), b.CreateFSub(b.CreateFNeg(w2), w2_part));
+  Value* tail = b.CreateFSub(e2, b.CreateFMul(n, c(kPio2Parts[2])));
+  Value* y = b.CreateFAdd(r2, tail);
+  Value* y_lo = b.CreateFAdd(b.CreateFSub(r2, y), tail);
+  Value* z = b.CreateFMul(y, y);
+  // sin(y + y_lo) = y + (y^3 S + y_lo (1 - y^2/2)); cos(y + y_lo) = w + ((1 - w) - y^2/2) +
+  // (y^4 C - y y_lo) with w = 1 - y^2/2 rounded.
+  Value* y_lo_cos = mul_add(b, b.CreateFMul(c(-0.5), z), y_lo, y_lo);
+  Value* sin_y =
+      b.CreateFAdd(y, mul_add(b, b.CreateFMul(z, y), horner(b, z, kSinCoefficients), y_lo_cos));
+  Value* hz = b.CreateFMul(c(0.5), z);
+  Value* w = b.CreateFSub(c(1.0), hz);
+  Value* cos_tail = mul_add(b, b.CreateFMul(z, z), horner(b, z, kCosCoefficients),
+                            b.CreateFNeg(b.CreateFMul(y, y_lo)));
+  Value* cos_y = b.CreateFAdd(w, b.CreateFAdd(b.CreateFSub(b.CreateFSub(c(1.0), w), hz), cos_tail));
+  // The quadrant: n mod 4 (cos: n + 1) picks sin or cos of y and the sign.
+  Value* q = b.CreateSub(b.CreateBitCast(shifted, bits), b.CreateBitCast(c(kShifter), bits));
+  if (cosine) q = b.CreateAdd(q, i(1));
+  Value* odd = b.CreateICmpNE(b.CreateAnd(q, i(1)), i(0));
+  Value* v = b.CreateSelect(odd, cos_y, sin_y);
+  Value* sign = b.CreateShl(b.CreateAnd(q, i(2)), i(62));
+  v = b.CreateBitCast(b.CreateXor(b.CreateBitCast(v, bits), sign), type);
+  // Below 2^-27, sin x rounds to x and cos x to 1 (and -0 keeps its sign).
+  return b.CreateSelect(b.CreateFCmpOLT(a, c(0x1p-27)), cosine ? c(1.0) : x, v);
+}
+
+Value* sin_f64(llvm::IRBuilderBase& b, Value* x, Value** in_range) {
+  return trig_f64(b, x, false, in_range);
+}
+Value* cos_f64(llvm::IRBuilderBase& b, Value* x, Value** in_range) {
+  return trig_f64(b, x, true, in_range);
+}
+
 using InlineMath = Value* (*)(llvm::IRBuilderBase&, Value*);
 
 // The inline functions on float32 and on float64, by op.
@@ -243,7 +524,24 @@ const OpMap<InlineMath>& inline_f32() {
 const OpMap<InlineMath>& inline_f64() {
   static const OpMap<InlineMath> table = [] {
     OpMap<InlineMath> m("host code generation's inline float64 math");
-    m.set("exp", exp_f64).set("exp2", exp2_f64).set("log", log_f64);
+    m.set("exp", exp_f64)
+        .set("exp2", exp2_f64)
+        .set("log", log_f64)
+        .set("log2", log2_f64)
+        .set("log1p", log1p_f64)
+        .set("tanh", tanh_f64)
+        .set("erf", erf_f64);
+    return m;
+  }();
+  return table;
+}
+
+using RangedMath = Value* (*)(llvm::IRBuilderBase&, Value*, Value**);
+
+const OpMap<RangedMath>& ranged_f64() {
+  static const OpMap<RangedMath> table = [] {
+    OpMap<RangedMath> m("host code generation's float64 math for a range of arguments");
+    m.set("sin", sin_f64).set("cos", cos_f64);
     return m;
   }();
   return table;
@@ -266,6 +564,16 @@ Value* emit_inline_math(llvm::IRBuilderBase& b, const OpNode& op, Value* x) {
   PRIMJIT_ICHECK(has_inline_math(op, bits))
       << "inline math: T." << op.name << " has no inline form for this type";
   return (*inline_table(bits)->find(&op))(b, x);
+}
+
+bool has_ranged_math(const OpNode& op, int element_bits) {
+  return element_bits == 64 && ranged_f64().find(&op) != nullptr;
+}
+
+Value* emit_ranged_math(llvm::IRBuilderBase& b, const OpNode& op, Value* x, Value** in_range) {
+  PRIMJIT_ICHECK(x->getType()->getScalarType()->isDoubleTy() && has_ranged_math(op, 64))
+      << "inline math: T." << op.name << " has no ranged form for this type";
+  return (*ranged_f64().find(&op))(b, x, in_range);
 }
 
 }  // namespace primjit::jit

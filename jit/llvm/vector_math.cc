@@ -93,12 +93,49 @@ bool variant_available(const std::string& libm, int arity) {
 #endif
 }
 
+// The body of a float64 helper of an op computed inline for a range of arguments
+// (has_ranged_math): the inline form on every lane, and where a lane is out of its range
+// (rare: |x| beyond 2^20, infinities, NaN), the scalar libm function on each lane of the
+// vector instead.
+void ranged_helper_body(llvm::Function* f, const OpNode& op, const std::string& libm, int lanes) {
+  llvm::Module& m = *f->getParent();
+  llvm::LLVMContext& ctx = m.getContext();
+  llvm::Type* element = llvm::Type::getDoubleTy(ctx);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", f));
+  llvm::Value* x = f->getArg(0);
+  llvm::Value* in_range = nullptr;
+  llvm::Value* fast = emit_ranged_math(b, op, x, &in_range);
+  llvm::BasicBlock* entry = b.GetInsertBlock();
+  llvm::BasicBlock* slow = llvm::BasicBlock::Create(ctx, "out_of_range", f);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, "done", f);
+  b.CreateCondBr(b.CreateAndReduce(in_range), done, slow);
+  b.SetInsertPoint(slow);
+  llvm::FunctionCallee scalar =
+      m.getOrInsertFunction(libm, llvm::FunctionType::get(element, {element}, false));
+  llvm::Value* mixed = fast;
+  for (int i = 0; i < lanes; ++i) {
+    llvm::CallInst* call = b.CreateCall(scalar, {b.CreateExtractElement(x, b.getInt32(i))});
+    call->setDoesNotAccessMemory();
+    call->setDoesNotThrow();
+    llvm::Value* lane = b.CreateSelect(b.CreateExtractElement(in_range, b.getInt32(i)),
+                                       b.CreateExtractElement(fast, b.getInt32(i)), call);
+    mixed = b.CreateInsertElement(mixed, lane, b.getInt32(i));
+  }
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  llvm::PHINode* result = b.CreatePHI(fast->getType(), 2);
+  result->addIncoming(fast, entry);
+  result->addIncoming(mixed, slow);
+  b.CreateRet(result);
+}
+
 // `internal <lanes x T> @primjit_vmath_<scalar name>_<lanes>.<module>(<lanes x T> ...)`: the
 // host's float64 variant applied chunk by chunk (the last chunk padded with zeros), float32
 // extended before and rounded after. Like every other name of a host module, it carries the
 // module's per-image name: a module compiled in two parts (split_glue) exports the helpers
-// that both parts call, and two images' helpers must not meet in one JIT session.
-llvm::Function* vector_helper(llvm::Module& m, const std::string& libm, int arity,
+// that both parts call, and two images' helpers must not meet in one JIT session. Float64 ops
+// with a ranged inline form compute it instead (ranged_helper_body).
+llvm::Function* vector_helper(llvm::Module& m, const OpNode& op, const std::string& libm, int arity,
                               llvm::Type* element, int lanes) {
   std::string name = "primjit_vmath_" + scalar_name(libm, element) + "_" + std::to_string(lanes) +
                      "." + m.getModuleIdentifier();
@@ -109,6 +146,10 @@ llvm::Function* vector_helper(llvm::Module& m, const std::string& libm, int arit
   llvm::Function* f = llvm::Function::Create(llvm::FunctionType::get(vt, params, false),
                                              llvm::GlobalValue::InternalLinkage, name, m);
   set_pure(f);
+  if (element->isDoubleTy() && has_ranged_math(op, 64)) {
+    ranged_helper_body(f, op, libm, lanes);
+    return f;
+  }
   const int width = host_isa().f64_lanes;
   auto* chunk_type = llvm::FixedVectorType::get(llvm::Type::getDoubleTy(ctx), width);
   const std::string variant = variant_name(libm, arity);
@@ -158,7 +199,7 @@ bool host_cpu_has(const char* feature) {
 }
 
 bool has_vector_math(const OpNode& op, int element_bits) {
-  if (has_inline_math(op, element_bits)) return true;
+  if (has_inline_math(op, element_bits) || has_ranged_math(op, element_bits)) return true;
   const double* f64_ulp = vector_math_table().find(&op);
   if (f64_ulp == nullptr || !variant_available(op.libm, op.num_args)) return false;
   if (element_bits == 32) return true;
@@ -179,7 +220,7 @@ llvm::Value* emit_math_call(llvm::IRBuilderBase& b, const OpNode& op, const std:
   const int arity = static_cast<int>(args.size());
   if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(type)) {
     const int lanes = static_cast<int>(vt->getNumElements());
-    if (vector) return b.CreateCall(vector_helper(m, libm, arity, element, lanes), args);
+    if (vector) return b.CreateCall(vector_helper(m, op, libm, arity, element, lanes), args);
     llvm::Value* out = llvm::PoisonValue::get(type);
     for (int i = 0; i < lanes; ++i) {
       std::vector<llvm::Value*> lane_args;
@@ -201,7 +242,7 @@ llvm::Value* emit_math_call(llvm::IRBuilderBase& b, const OpNode& op, const std:
   std::vector<std::string> variants;
   std::vector<llvm::GlobalValue*> helpers;
   for (int lanes : variant_lanes(element)) {
-    llvm::Function* helper = vector_helper(m, libm, arity, element, lanes);
+    llvm::Function* helper = vector_helper(m, op, libm, arity, element, lanes);
     helpers.push_back(helper);
     variants.push_back("_ZGV_LLVM_N" + std::to_string(lanes) +
                        std::string(static_cast<size_t>(arity), 'v') + "_" + scalar + "(" +

@@ -16,8 +16,10 @@
 // - A scalar call gets the `vector-function-abi-variant` attribute naming internal helpers of
 //   2..16 lanes, so the loop vectorizer can widen it; a vector call calls the helper directly.
 //
-// - exp and tanh on float32 are not library calls: emit_math_call computes them inline
-//   (jit/llvm/inline_math.h), which has_vector_math counts as a vector form.
+// - exp and tanh on float32, and every float64 op but exp10, log10, tan and pow, are not library
+//   calls: emit_math_call computes them inline (jit/llvm/inline_math.h), which has_vector_math
+//   counts as a vector form. Float64 sin and cos keep scalar libm calls, whose vector helpers
+//   compute them inline (emit_ranged_math) and call libm only on the lanes beyond its range.
 //
 // The interface is free of LLVM headers; callers that build IR include LLVM themselves.
 #pragma once

@@ -219,10 +219,11 @@ void check_accuracy(const std::string& dtype, int64_t n, const std::vector<int>&
         F x = s.x[i], y = op->num_args == 2 ? s.y[i] : F(0), got = b.data<F>()[i];
         F lib = libm_value<F>(op, x, y);
         // Special arguments, and zero, infinite or NaN results, as libm gives them; so are
-        // subnormal arguments and results, but for inline exp's, exp2's and log's, which are
-        // held to the bound like any other (they may be 1 ulp off).
-        const bool bounded = (op->name == "exp" || op->name == "exp2" || op->name == "log") &&
-                             jit::has_inline_math(*op, static_cast<int>(sizeof(F)) * 8);
+        // subnormal arguments and results, but for inline exp's, exp2's, log's and erf's, which
+        // are held to the bound like any other (they may be 1 ulp off).
+        const bool bounded =
+            (op->name == "exp" || op->name == "exp2" || op->name == "log" || op->name == "erf") &&
+            jit::has_inline_math(*op, static_cast<int>(sizeof(F)) * 8);
         const bool bounded_subnormal =
             bounded && (std::fpclassify(lib) == FP_SUBNORMAL || std::fpclassify(x) == FP_SUBNORMAL);
         if (((is_special(x) || is_special(lib)) && !bounded_subnormal) ||
@@ -291,7 +292,7 @@ TEST(VectorMath, LoopsOverMathOpsCallTheVectorVariants) {
       if (jit::has_inline_math(*computed, bits)) {
         // Inline: vector arithmetic (exp in lanes of its own type, float32 tanh in float64
         // lanes rounded to float32), no call at all.
-        const bool widened = computed->name == "tanh";
+        const bool widened = computed->name == "tanh" && bits == 32;
         const std::string lanes = bits == 32 ? "float" : "double";
         EXPECT_TRUE(std::regex_search(ir, std::regex(widened ? "fptrunc <[0-9]+ x double>"
                                                              : "fmul <[0-9]+ x " + lanes + ">")))
@@ -310,12 +311,19 @@ TEST(VectorMath, LoopsOverMathOpsCallTheVectorVariants) {
       std::regex call("call <[0-9]+ x (float|double)> @primjit_vmath_" + computed->libm +
                       (bits == 32 ? "f_" : "_"));
       EXPECT_TRUE(std::regex_search(ir, call)) << where << ": no vector call\n" << ir;
-      EXPECT_NE(ir.find("@_ZGV"), std::string::npos) << where << "\n" << ir;
+      if (jit::has_ranged_math(*computed, bits)) {
+        // Float64 sin and cos: the helper computes them inline, libm only for lanes beyond
+        // the range.
+        EXPECT_EQ(ir.find("@_ZGV"), std::string::npos) << where << "\n" << ir;
+        EXPECT_TRUE(std::regex_search(ir, std::regex("fmul <[0-9]+ x double>"))) << where << ir;
+      } else {
+        EXPECT_NE(ir.find("@_ZGV"), std::string::npos) << where << "\n" << ir;
+      }
       ++vectorized;
     }
   }
-  // Every float32 op and at least the float64 ones the table's bounds admit.
-  EXPECT_GE(vectorized, static_cast<int>(inexact_ops().size()) - 1 + 3);
+  // Every op, float32 and float64 (rsqrt is counted apart).
+  EXPECT_EQ(vectorized, 2 * (static_cast<int>(inexact_ops().size()) - 1));
 }
 
 uint32_t bits_of(float x) { return std::bit_cast<uint32_t>(x); }
@@ -333,6 +341,7 @@ void add_bits(std::vector<float>& xs, float from, float to, uint32_t step) {
 struct InlineAccuracy {
   double misrounded_share;
   bool subnormals_exact;
+  int64_t max_ulp = 1;  // the largest distance allowed (float64 tanh: its bound, 2)
 };
 
 // T.<op> computed inline (jit/llvm/inline_math.h) on `xs` (float32 or float64), by a
@@ -343,7 +352,8 @@ void check_inline(const std::string& name, std::vector<F> xs, InlineAccuracy acc
   const int bits = static_cast<int>(sizeof(F)) * 8;
   const DataType t = DataType::Float(bits);
   Op op = Op::get(name);
-  ASSERT_TRUE(jit::has_inline_math(*op, bits)) << "T." << name << " is not computed inline";
+  ASSERT_TRUE(jit::has_inline_math(*op, bits) || jit::has_ranged_math(*op, bits))
+      << "T." << name << " is not computed inline";
   const Reference& exact_value = references().at(name);
   while (xs.size() % 16 != 0) xs.push_back(F(0));
   const int64_t n = static_cast<int64_t>(xs.size());
@@ -364,7 +374,7 @@ void check_inline(const std::string& name, std::vector<F> xs, InlineAccuracy acc
       if (d == 0) continue;
       misrounded++;
       if (first.empty()) first = hex(x) + ": " + hex(got) + " vs exactly rounded " + hex(exact);
-      far += d > 1;
+      far += d > accuracy.max_ulp;
       const bool subnormal =
           std::fpclassify(x) == FP_SUBNORMAL || std::fpclassify(exact) == FP_SUBNORMAL;
       special += (is_special(x) || is_special(exact)) && (!subnormal || accuracy.subnormals_exact);
@@ -503,6 +513,123 @@ TEST(VectorMath, Float32TanhIsExactlyRoundedAlmostEverywhere) {
   add_bits(xs, 9.0f, 9.02f, 1);
   check_inline<float>("tanh", std::move(xs), {.misrounded_share = 1e-5, .subnormals_exact = true});
 }
+
+// Random float64 arguments for the accuracy samples below (a 64-bit LCG: the same sample on
+// every run).
+struct Sampler {
+  uint64_t state;
+  uint64_t next() {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state;
+  }
+  double uniform(double lo, double hi) {
+    return lo + (hi - lo) * static_cast<double>(next() >> 11) * 0x1p-53;
+  }
+  // Random bits: every finite double of either sign (`sign` 0) or of one sign (+1, -1).
+  double bits(int sign) {
+    uint64_t b = next() & (sign == 0 ? 0xffefffffffffffffull : 0x7fefffffffffffffull);
+    return sign < 0 ? -std::bit_cast<double>(b) : std::bit_cast<double>(b);
+  }
+  // |x| in [2^-e, 2^-e+1) for e random in [0, 60), either sign.
+  double small() { return std::ldexp(uniform(-1, 1), -static_cast<int>(next() >> 58)); }
+};
+
+// Float64 T.log2: log's parts, hi = f - f^2/2 cut to 21 bits so that its product with 1/ln 2's
+// leading part is exact. The arguments of the log test. Offline, on 60 million such
+// arguments: 0.69 % 1 ulp off (the same without FMA), worst 0.87 ulp.
+TEST(VectorMath, Float64Log2IsWithinOneUlp) {
+  std::vector<double> xs = special_values<double>();
+  Sampler r{0x452821e638d01377ull};
+  for (int i = 0; i < (1 << 21); ++i) xs.push_back(r.bits(1));
+  for (int i = 0; i < (1 << 20); ++i) xs.push_back(r.uniform(0.5, 2.0));
+  for (int i = 0; i < (1 << 18); ++i) xs.push_back(r.uniform(1 - 1e-6, 1 + 1e-6));
+  for (int i = 0; i < (1 << 18); ++i) xs.push_back(std::bit_cast<double>(r.next() >> 12));
+  for (int k = -1074; k <= 1023; ++k) xs.push_back(std::ldexp(1.0, k));  // exact results
+  check_inline<double>("log2", std::move(xs),
+                       {.misrounded_share = 0.02, .subnormals_exact = false});
+}
+
+// Float64 T.log1p: random bits (either sign: below -1 NaN), [-1, 1], small arguments of either
+// sign down to 2^-60, up to 1e6, just above -1. Offline, on 70 million such arguments: 2.3 %
+// 1 ulp off (2.5 % without FMA), worst 0.86 ulp.
+TEST(VectorMath, Float64Log1pIsWithinOneUlp) {
+  std::vector<double> xs = special_values<double>();
+  Sampler r{0xbe5466cf34e90c6cull};
+  for (int i = 0; i < (1 << 20); ++i) xs.push_back(r.bits(0));
+  for (int i = 0; i < (1 << 20); ++i) xs.push_back(r.uniform(-1.0, 1.0));
+  for (int i = 0; i < (1 << 19); ++i) xs.push_back(r.small());
+  for (int i = 0; i < (1 << 18); ++i) xs.push_back(r.uniform(-1.0, 1e6));
+  for (int i = 0; i < (1 << 18); ++i) xs.push_back(-1.0 + std::fabs(r.small()));
+  check_inline<double>("log1p", std::move(xs),
+                       {.misrounded_share = 0.04, .subnormals_exact = true});
+}
+
+// Float64 T.tanh: e / (e + 2) with e = e^2|x| - 1. Uniform over [-20, 20], over [-1, 1], small
+// arguments, random bits; the clamp at 22 and where the result reaches 1. Offline, on 70
+// million such arguments: 7.6 % 1 ulp off, none further, worst 1.46 ulp; without FMA 13 %,
+// 0.05 % 2 ulp off (worst 1.93), within the table's bound of 2.
+TEST(VectorMath, Float64TanhIsWithinTheBound) {
+  std::vector<double> xs = special_values<double>();
+  Sampler r{0x3f84d5b5b5470917ull};
+  for (int i = 0; i < (1 << 20); ++i) xs.push_back(r.uniform(-20, 20));
+  for (int i = 0; i < (1 << 20); ++i) xs.push_back(r.uniform(-1, 1));
+  for (int i = 0; i < (1 << 19); ++i) xs.push_back(r.small());
+  for (int i = 0; i < (1 << 18); ++i) xs.push_back(r.bits(0));
+  for (double b : {19.0615, 22.0}) {
+    for (int k = -64; k <= 64; ++k) {
+      xs.push_back(std::bit_cast<double>(std::bit_cast<uint64_t>(b) + static_cast<uint64_t>(k)));
+    }
+  }
+  check_inline<double>("tanh", std::move(xs),
+                       {.misrounded_share = 0.1, .subnormals_exact = true, .max_ulp = 2});
+}
+
+// Float64 T.erf: the series below 0.875, 1 - e^-x^2 g(x) on five pieces up to 6. Uniform over
+// [-6.5, 6.5] and [-2, 2], small arguments, random bits, every piece's boundary. Offline, on 80
+// million such arguments: 5.2 % 1 ulp off (6.0 % without FMA), none further, worst 0.96 ulp.
+TEST(VectorMath, Float64ErfIsWithinOneUlp) {
+  std::vector<double> xs = special_values<double>();
+  Sampler r{0x9216d5d98979fb1bull};
+  for (int i = 0; i < (1 << 20); ++i) xs.push_back(r.uniform(-6.5, 6.5));
+  for (int i = 0; i < (1 << 20); ++i) xs.push_back(r.uniform(-2, 2));
+  for (int i = 0; i < (1 << 19); ++i) xs.push_back(r.small());
+  for (int i = 0; i < (1 << 18); ++i) xs.push_back(r.bits(0));
+  for (double b : {0.875, 1.25, 1.75, 2.5, 3.75, 5.9215, 6.0}) {
+    for (int k = -64; k <= 64; ++k) {
+      xs.push_back(std::bit_cast<double>(std::bit_cast<uint64_t>(b) + static_cast<uint64_t>(k)));
+    }
+  }
+  check_inline<double>("erf", std::move(xs), {.misrounded_share = 0.07, .subnormals_exact = false});
+}
+
+// Float64 T.sin and T.cos: reduction by pi/2 in three parts for |x| <= 2^20, libm beyond. Uniform
+// over [-10, 10] and [-2^20, 2^20], small arguments, random bits (mostly beyond the range), the
+// doubles nearest to k pi/2 for k below 2^18 and their neighbours (where the reduced argument is
+// smallest). Offline, on 52 million such arguments: sin 2.5 %, cos 2.5 % 1 ulp off (2.6 %
+// without FMA), none further, worst 1.06 ulp.
+void check_float64_trig(const std::string& name) {
+  std::vector<double> xs = special_values<double>();
+  Sampler r{0xd1310ba698dfb5acull};
+  for (int i = 0; i < (1 << 20); ++i) xs.push_back(r.uniform(-10, 10));
+  for (int i = 0; i < (1 << 20); ++i) xs.push_back(r.uniform(-0x1p20, 0x1p20));
+  for (int i = 0; i < (1 << 18); ++i) xs.push_back(r.small());
+  for (int i = 0; i < (1 << 17); ++i) xs.push_back(r.bits(0));
+  const long double pio2 = acosl(0.0L);
+  for (int64_t k = 1; k < (1 << 18); k += 3) {
+    const double x = static_cast<double>(static_cast<long double>(k) * pio2);
+    for (double v : {x, std::nextafter(x, 0.0), std::nextafter(x, 1e9)}) xs.push_back(v);
+  }
+  for (double b : {0x1p20, 0x1p-27}) {
+    for (int k = -64; k <= 64; ++k) {
+      xs.push_back(std::bit_cast<double>(std::bit_cast<uint64_t>(b) + static_cast<uint64_t>(k)));
+    }
+  }
+  check_inline<double>(name, std::move(xs), {.misrounded_share = 0.04, .subnormals_exact = true});
+}
+
+TEST(VectorMath, Float64SinIsWithinOneUlp) { check_float64_trig("sin"); }
+
+TEST(VectorMath, Float64CosIsWithinOneUlp) { check_float64_trig("cos"); }
 
 // A vector symbol the library lacks (an older glibc) fails the link with an error naming the
 // library and the symbol.
