@@ -367,49 +367,21 @@ constexpr double kErfCoefficients[] = {
     0x1.565bccb326784p-8,  -0x1.c02da2a98fee2p-11, 0x1.f9a11777f703bp-14, -0x1.f4a9ea622fa6ep-17,
     0x1.b7e52d83d42ffp-20, -0x1.4f6bc3481bfd3p-23, 0x1.674ad36c2124fp-27,
 };
-// Beyond, erf(a) = 1 - e^-a^2 g(a) with g(a) = erfc(a) e^a^2 ~ G_i(a - mid_i) on five pieces
-// [start_i, start_i+1) up to 6 (erf rounds to 1 from 5.93 on): G_i minimax of degree 12 for
-// the relative error, which keeps erfc's error below 0.07 * 2^-54 (erf's half ulp is 2^-54).
-struct ErfcPiece {
-  double start, mid;
-  double g[13];
-};
+// Beyond, erf(a) = 1 - e^-a^2 g(a) up to 6 (erf rounds to 1 from 5.93 on), g(a) = erfc(a)
+// e^a^2 ~ G(u - u0) with u = 1 / (1 + a), u0 the middle of u's range: G of degree 14 fitted
+// (least squares in 50-digit arithmetic) for the error of erfc itself, under 0.1 * 2^-54 (erf's
+// half ulp is 2^-54); in u the whole range takes one polynomial.
 constexpr double kErfMax = 6.0;
-constexpr ErfcPiece kErfcPieces[] = {
-    {0.875,
-     0x1.1p+0,
-     {0x1.a4f550c5f1a99p-2, -0x1.04ec886c0552fp-2, 0x1.1f73ffa65802ep-3, -0x1.20926c49bc7c0p-4,
-      0x1.0c4c6c3e57d21p-5, -0x1.d352a27fd0c0fp-7, 0x1.807142dfe461bp-8, -0x1.2cabf8f909f46p-9,
-      0x1.c16bd1cfe0040p-11, -0x1.42482890afeeep-12, 0x1.bd1a9a81b982bp-14, -0x1.2c45ba607e887p-15,
-      0x1.82c3a87364163p-17}},
-    {1.25,
-     0x1.8p+0,
-     {0x1.494daffa2ad68p-2, -0x1.4f1988444caf3p-3, 0x1.37ea271bc54c5p-4, -0x1.0dc51d2943b35p-5,
-      0x1.b65944f34db28p-7, -0x1.513ed758d9eb5p-8, 0x1.ee705e736c13bp-10, -0x1.5b0acc3e2caeap-11,
-      0x1.d450a3163862cp-13, -0x1.30b6a570a75c6p-14, 0x1.7f9168643c77fp-16, -0x1.dc48cf7204390p-18,
-      0x1.197396d71d620p-19}},
-    {1.75,
-     0x1.1p+1,
-     {0x1.f0fd28fdc20abp-3, -0x1.8d6f73d5aa0b8p-4, 0x1.2adaf7aaf565bp-5, -0x1.aa2443aaf03ddp-7,
-      0x1.21decee0e6467p-8, -0x1.7a1818dce5b61p-10, 0x1.dab55d5bd54dbp-12, -0x1.1fc8c8a1eb7a1p-13,
-      0x1.51e0a725faf31p-15, -0x1.80db922d83ec7p-17, 0x1.aa8cf3328e886p-19, -0x1.db26d247b84f1p-21,
-      0x1.f2788aa71ba3dp-23}},
-    {2.5,
-     0x1.9p+1,
-     {0x1.612a8125451bbp-3, -0x1.9e8803e1762f9p-5, 0x1.d503e1d2017bbp-7, -0x1.009a9274441cap-8,
-      0x1.104973fed59dbp-10, -0x1.18d4628edfe22p-12, 0x1.1a12c36cc53acp-14, -0x1.1464d776a128fp-16,
-      0x1.08958724418eep-18, -0x1.eebe4fc170c0bp-21, 0x1.c5e6c271b1027p-23, -0x1.b2511079fc144p-25,
-      0x1.7d183e2dfd05fp-27}},
-    {3.75,
-     0x1.38p+2,
-     {0x1.d0a2236d49399p-4, -0x1.6ea9db642d5e3p-6, 0x1.1c3200b151bebp-8, -0x1.b1138bf03f40fp-11,
-      0x1.44a17946d4636p-13, -0x1.df22feff7d054p-16, 0x1.5c557da5e5ac7p-18, -0x1.f3507bfd85ebcp-21,
-      0x1.60e3862788716p-23, -0x1.e94caa2ac2f61p-26, 0x1.511d277c49f56p-28, -0x1.02ad1c1dabdfcp-30,
-      0x1.596473a4f02b3p-33}},
+constexpr double kErfcU0 = 0x1.5a35a35a35a36p-2;
+constexpr double kErfcCoefficients[] = {
+    0x1.0a394039119ecp-2,  0x1.ee8dfe4fdbf74p-1,  0x1.fcc4325003607p-2,  -0x1.996a678a98bd1p-2,
+    -0x1.05bacb0d98be8p-2, 0x1.295e3bf3ff44ap-1,  -0x1.5c7fb30e913c6p-3, -0x1.603766328775fp-1,
+    0x1.248a9fa662408p+0,  -0x1.5d8d1af44f98ep-2, -0x1.b9bc5a001a5f8p+0, 0x1.ccb205d60682cp+1,
+    -0x1.7fc85f6cb8890p+1, -0x1.c288f5451c3c7p-3, 0x1.da95a41bd76efp+0,
 };
+constexpr double kTwoOverSqrtPi = 0x1.20dd750429b6dp+0;
 
-// float64 erf (see the header): every lane computes both forms (the piece's coefficients by
-// selects), the sign copied from x.
+// float64 erf (see the header): every lane computes both forms, the sign copied from x.
 Value* erf_f64(llvm::IRBuilderBase& b, Value* x) {
   llvm::Type* type = x->getType();
   llvm::Type* bits = type->getWithNewType(b.getInt64Ty());
@@ -417,20 +389,17 @@ Value* erf_f64(llvm::IRBuilderBase& b, Value* x) {
   Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   Value* series = mul_add(b, a, horner(b, b.CreateFMul(a, a), kErfCoefficients), a);
   Value* ac = b.CreateSelect(b.CreateFCmpOGT(a, c(kErfMax)), c(kErfMax), a);  // NaN stays
-  // The piece's coefficients, from the last piece whose start ac has reached.
-  std::vector<Value*> at_or_beyond;
-  for (const ErfcPiece& piece : std::span(kErfcPieces).subspan(1))
-    at_or_beyond.push_back(b.CreateFCmpOGE(ac, c(piece.start)));
-  auto pick = [&](auto field) {
-    Value* v = c(field(kErfcPieces[0]));
-    for (size_t i = 1; i < std::size(kErfcPieces); ++i)
-      v = b.CreateSelect(at_or_beyond[i - 1], c(field(kErfcPieces[i])), v);
-    return v;
-  };
-  Value* t = b.CreateFSub(ac, pick([](const ErfcPiece& p) { return p.mid; }));
-  Value* g = pick([](const ErfcPiece& p) { return p.g[12]; });
-  for (int k = 11; k >= 0; --k)
-    g = mul_add(b, g, t, pick([k](const ErfcPiece& p) { return p.g[k]; }));
+  Value* d = b.CreateFAdd(c(1.0), ac);
+  Value* u = b.CreateFDiv(c(1.0), d);
+  Value* g = horner(b, b.CreateFSub(u, c(kErfcU0)), kErfcCoefficients);
+  // u is 1 / (1 + ac) rounded twice: g moves by g'(u) times the difference, where g'(u) =
+  // (2/sqrt(pi) - 2 ac g) / u^2 and the difference is (1 - u (d + d_error)) u, d_error = (1 +
+  // ac) - d = ac - (d - 1) (both steps exact for ac in [0.875, 6]).
+  Value* d_error = b.CreateFSub(ac, b.CreateFSub(d, c(1.0)));
+  Value* remainder = b.CreateFSub(mul_add(b, b.CreateFNeg(u), d, c(1.0)), b.CreateFMul(u, d_error));
+  Value* slope =
+      b.CreateFMul(b.CreateFSub(c(kTwoOverSqrtPi), b.CreateFMul(b.CreateFMul(c(2.0), ac), g)), d);
+  g = mul_add(b, slope, remainder, g);
   // e^-ac^2 as e^-(hi + lo): hi = ah^2 exact for ah = ac cut to 26 significant bits,
   // lo = ac^2 - ah^2 = (ac - ah)(ac + ah).
   Value* ah = b.CreateBitCast(

@@ -584,9 +584,10 @@ TEST(VectorMath, Float64TanhIsWithinTheBound) {
                        {.misrounded_share = 0.1, .subnormals_exact = true, .max_ulp = 2});
 }
 
-// Float64 T.erf: the series below 0.875, 1 - e^-x^2 g(x) on five pieces up to 6. Uniform over
-// [-6.5, 6.5] and [-2, 2], small arguments, random bits, every piece's boundary. Offline, on 80
-// million such arguments: 5.2 % 1 ulp off (6.0 % without FMA), none further, worst 0.96 ulp.
+// Float64 T.erf: the series below 0.875, 1 - e^-x^2 g(x) up to 6 (g a polynomial in
+// 1 / (1 + x)). Uniform over [-6.5, 6.5] and [-2, 2], small arguments, random bits, around
+// 0.875, where erf reaches 1 and 6. Offline, on 80 million such arguments: 5.7 % 1 ulp off
+// (6.6 % without FMA), none further, worst 0.96 ulp.
 TEST(VectorMath, Float64ErfIsWithinOneUlp) {
   std::vector<double> xs = special_values<double>();
   Sampler r{0x9216d5d98979fb1bull};
@@ -594,7 +595,7 @@ TEST(VectorMath, Float64ErfIsWithinOneUlp) {
   for (int i = 0; i < (1 << 20); ++i) xs.push_back(r.uniform(-2, 2));
   for (int i = 0; i < (1 << 19); ++i) xs.push_back(r.small());
   for (int i = 0; i < (1 << 18); ++i) xs.push_back(r.bits(0));
-  for (double b : {0.875, 1.25, 1.75, 2.5, 3.75, 5.9215, 6.0}) {
+  for (double b : {0.875, 5.9215, 6.0}) {
     for (int k = -64; k <= 64; ++k) {
       xs.push_back(std::bit_cast<double>(std::bit_cast<uint64_t>(b) + static_cast<uint64_t>(k)));
     }
