@@ -443,6 +443,15 @@ TEST(VectorMath, Float32ExpOnEveryFloat) {
   EXPECT_LE(off_by_one, total / 100);
 }
 
+// Appends the 129 doubles nearest each of `points` (64 on either side and the point itself).
+void add_around(std::vector<double>& xs, const std::vector<double>& points) {
+  for (double p : points) {
+    for (int k = -64; k <= 64; ++k) {
+      xs.push_back(std::bit_cast<double>(std::bit_cast<uint64_t>(p) + static_cast<uint64_t>(k)));
+    }
+  }
+}
+
 // Float64 T.exp and T.exp2 (one scheme): 2^21 random arguments over the range where the result
 // is neither 0 nor infinite, 2^19 where it is subnormal or 0, 2^18 near 0, the overflow and
 // underflow boundaries, the special values. Offline, on 140 million such arguments each: exp
@@ -458,11 +467,7 @@ void check_float64_exp(const std::string& name, double low, double subnormal_fro
   for (int i = 0; i < (1 << 21); ++i) xs.push_back(uniform(low, high));
   for (int i = 0; i < (1 << 19); ++i) xs.push_back(uniform(low, subnormal_from));
   for (int i = 0; i < (1 << 18); ++i) xs.push_back(uniform(-1e-3, 1e-3));
-  for (double b : boundaries) {
-    for (int k = -64; k <= 64; ++k) {
-      xs.push_back(std::bit_cast<double>(std::bit_cast<uint64_t>(b) + static_cast<uint64_t>(k)));
-    }
-  }
+  add_around(xs, boundaries);
   check_inline<double>(name, std::move(xs), {.misrounded_share = 0.1, .subnormals_exact = false});
 }
 
@@ -575,11 +580,7 @@ TEST(VectorMath, Float64TanhIsWithinTheBound) {
   for (int i = 0; i < (1 << 20); ++i) xs.push_back(r.uniform(-1, 1));
   for (int i = 0; i < (1 << 19); ++i) xs.push_back(r.small());
   for (int i = 0; i < (1 << 18); ++i) xs.push_back(r.bits(0));
-  for (double b : {19.0615, 22.0}) {
-    for (int k = -64; k <= 64; ++k) {
-      xs.push_back(std::bit_cast<double>(std::bit_cast<uint64_t>(b) + static_cast<uint64_t>(k)));
-    }
-  }
+  add_around(xs, {19.0615, 22.0});
   check_inline<double>("tanh", std::move(xs),
                        {.misrounded_share = 0.1, .subnormals_exact = true, .max_ulp = 2});
 }
@@ -595,11 +596,7 @@ TEST(VectorMath, Float64ErfIsWithinOneUlp) {
   for (int i = 0; i < (1 << 20); ++i) xs.push_back(r.uniform(-2, 2));
   for (int i = 0; i < (1 << 19); ++i) xs.push_back(r.small());
   for (int i = 0; i < (1 << 18); ++i) xs.push_back(r.bits(0));
-  for (double b : {0.875, 5.9215, 6.0}) {
-    for (int k = -64; k <= 64; ++k) {
-      xs.push_back(std::bit_cast<double>(std::bit_cast<uint64_t>(b) + static_cast<uint64_t>(k)));
-    }
-  }
+  add_around(xs, {0.875, 5.9215, 6.0});
   check_inline<double>("erf", std::move(xs), {.misrounded_share = 0.07, .subnormals_exact = false});
 }
 
@@ -620,11 +617,7 @@ void check_float64_trig(const std::string& name) {
     const double x = static_cast<double>(static_cast<long double>(k) * pio2);
     for (double v : {x, std::nextafter(x, 0.0), std::nextafter(x, 1e9)}) xs.push_back(v);
   }
-  for (double b : {0x1p20, 0x1p-27}) {
-    for (int k = -64; k <= 64; ++k) {
-      xs.push_back(std::bit_cast<double>(std::bit_cast<uint64_t>(b) + static_cast<uint64_t>(k)));
-    }
-  }
+  add_around(xs, {0x1p20, 0x1p-27});
   check_inline<double>(name, std::move(xs), {.misrounded_share = 0.04, .subnormals_exact = true});
 }
 
