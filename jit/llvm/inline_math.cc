@@ -324,7 +324,8 @@ constexpr double kTanhMaxF64 = 22.0;
 
 // e^y - 1 for float64 lanes y in [0, 44] or NaN: n = floor(y / ln 2) (rounded from
 // y / ln 2 - 1/2), r = y - n ln 2 in [0, ln 2) (Cody-Waite, as exp), e^y - 1 = 2^n (e^r - 1) +
-// (2^n - 1): every term is >= 0, so nothing cancels, and 2^n - 1 is exact (n <= 63).
+// (2^n - 1): every term is >= 0, so nothing cancels, and 2^n - 1 is exact (n <= 53; beyond,
+// the 1 is below the sum's rounding).
 Value* expm1_nonnegative(llvm::IRBuilderBase& b, Value* y) {
   llvm::Type* type = y->getType();
   llvm::Type* bits = type->getWithNewType(b.getInt64Ty());
@@ -341,8 +342,8 @@ Value* expm1_nonnegative(llvm::IRBuilderBase& b, Value* y) {
 }
 
 // float64 tanh (see the header): tanh |x| = e / (e + 2) with e = e^2|x| - 1, the division
-// corrected for the rounding of e + 2 (TwoSum) and its own (the remainder by a fused
-// multiply-add), sign copied from x.
+// corrected for the rounding of e + 2 (TwoSum) and its own (the remainder, exact with a fused
+// multiply-add; without one the correction is partial), sign copied from x.
 Value* tanh_f64(llvm::IRBuilderBase& b, Value* x) {
   llvm::Type* type = x->getType();
   auto c = [&](double v) { return llvm::ConstantFP::get(type, v); };

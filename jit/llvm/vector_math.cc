@@ -115,8 +115,9 @@ void ranged_helper_body(llvm::Function* f, const OpNode& op, const std::string& 
   llvm::Value* mixed = fast;
   for (int i = 0; i < lanes; ++i) {
     llvm::CallInst* call = b.CreateCall(scalar, {b.CreateExtractElement(x, b.getInt32(i))});
-    call->setDoesNotAccessMemory();
+    call->setDoesNotAccessMemory();  // as every libm call: errno is not observed
     call->setDoesNotThrow();
+    call->addFnAttr(llvm::Attribute::WillReturn);
     llvm::Value* lane = b.CreateSelect(b.CreateExtractElement(in_range, b.getInt32(i)),
                                        b.CreateExtractElement(fast, b.getInt32(i)), call);
     mixed = b.CreateInsertElement(mixed, lane, b.getInt32(i));
