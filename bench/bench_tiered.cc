@@ -89,7 +89,8 @@ void BM_NewShapeFirstCall(benchmark::State& state, Mode mode) {
     state.PauseTiming();
     auto jit = std::make_unique<Jit>(
         JitOptions{.disk_cache = DiskCacheMode::kDisabled, .tiered = mode == kTiered});
-    Kernel k = jit->kernel(func);
+    Kernel k =
+        jit->kernel(func, {.policy = mode == kDynamicMode ? Policy::kDynamic : Policy::kExact});
     k(vectors[0].a, vectors[0].b, vectors[0].c);
     if (mode == kTiered && !wait_for_switch_overs(k, 1)) {
       fail();

@@ -56,15 +56,21 @@ struct KernelOptions {
   /// driver and a device exist, else llvm. A device target (cuda, emu) runs the host part on
   /// the CPU (llvm).
   Target target;
-  /// kExact stays the default. kBucketed compiles bench_policy's 20 matmul shapes as 2 variants
-  /// in 86 ms (kExact: 20 in 709 ms) that run them all as fast as kExact's, but small shapes lose
-  /// what constant extents give LLVM: a 64^3 matmul takes 1.8-2.9x kExact's time
-  /// (bench/README.md, bench_policy).
-  Policy policy = Policy::kExact;
+  /// kBucketed is the default: it compiles bench_policy's 20 matmul shapes as 2 variants (kExact:
+  /// 20) that run them as fast as kExact's, and a shape called promote_after times in a row
+  /// gets kExact's variant (a small matmul runs at kExact's speed then, with the constant
+  /// extents LLVM unrolls); bench/README.md, bench_policy and the peer benchmark.
+  Policy policy = Policy::kBucketed;
   int auto_threshold = 4;
   /// kBucketed: dimensions up to this value are compiled in (at least 1: a dimension of 1 is
   /// always its own bucket); larger ones are keyed on their divisibility by 16.
   int64_t bucket_limit = 16;
+  /// kBucketed: a shape that one thread calls this many times in a row on its bucket's variant
+  /// gets a variant of its own with every dimension compiled in, as kExact would make it (in
+  /// the call that reaches the count; in the background under JitOptions::tiered), and its
+  /// later calls run that. Up to 8 shapes per kernel; never when it would reach
+  /// recompile_limit. 0: never.
+  int promote_after = 16;
   /// The most distinct argument keys compiled as exact variants (a variant compiled again
   /// after its eviction does not count again).
   int recompile_limit = 32;
@@ -115,6 +121,10 @@ struct KernelStats {
   /// finished compiling in the background (calls with their keys then run them).
   uint64_t tiered_calls = 0;
   uint64_t switch_overs = 0;
+  /// kBucketed: the shapes given variants of their own (KernelOptions::promote_after), and the
+  /// calls that ran those variants.
+  uint64_t promotions = 0;
+  uint64_t promoted_calls = 0;
   /// Why each variant was made, in order: "first call", "n: 128 -> 130" (a dimension that is a
   /// shape variable is named by it, once), "A.shape[1]: 4 -> 8" (any other), ...; for a
   /// variant loaded from the disk cache the reason ends with " (disk cache)". Only the last 256

@@ -85,9 +85,11 @@ struct Samples {
 };
 
 // Untimed calls: the first one (it compiles when the variant is not cached), then calls for
-// warmup_ms, at least one. `wait` waits for a call's work. Returns the time of one warm-up call.
+// warmup_ms, at least `min_calls` (under kBucketed, enough for the shape's promotion to its
+// exact variant, which the timed calls then run). `wait` waits for a call's work. Returns the
+// time of one warm-up call.
 template <typename Call, typename Wait>
-double warm_up(const BenchOptions& o, Call&& call, Wait&& wait, int64_t* calls) {
+double warm_up(const BenchOptions& o, int64_t min_calls, Call&& call, Wait&& wait, int64_t* calls) {
   call();
   wait();
   Clock::time_point start = Clock::now();
@@ -98,7 +100,7 @@ double warm_up(const BenchOptions& o, Call&& call, Wait&& wait, int64_t* calls) 
     wait();
     ++n;
     elapsed = ms_between(start, Clock::now());
-  } while (elapsed < o.warmup_ms);
+  } while (elapsed < o.warmup_ms || n < min_calls);
   *calls = n + 1;
   return elapsed / static_cast<double>(n);
 }
@@ -309,7 +311,9 @@ BenchResult Kernel::benchmark(std::span<const Arg> args, const BenchOptions& ben
   };
 
   int64_t warmup_calls = 0;
-  double estimate_ms = warm_up(bench_options, call_once, wait, &warmup_calls);
+  const int64_t min_warmup =
+      options().policy == Policy::kBucketed ? int64_t{options().promote_after} : 1;
+  double estimate_ms = warm_up(bench_options, min_warmup, call_once, wait, &warmup_calls);
   int reps = repetitions(bench_options, estimate_ms);
   // Variants made (compiled or loaded from disk) before the timed calls.
   auto made = [this] {

@@ -198,12 +198,14 @@ DeviceOptions device_options(const Kernel::State& k, const Variant& v) {
 }
 
 IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool dynamic,
-                       const DimSet& symbolic, const passes::RunOptions& run) {
-  // kBucketed: a dimension above the bucket limit stays symbolic (as build_key keys it).
+                       const DimSet& symbolic, std::span<const int64_t> key,
+                       const passes::RunOptions& run) {
+  // kBucketed: a dimension above the bucket limit stays symbolic (as build_key keys it),
+  // unless the key has no bucket (a promoted shape's exact variant: every extent in its key).
   DimSet kept = symbolic;
   std::vector<std::pair<Expr, bool>> bucket_facts;  // dimension, multiple of 16
   const int64_t bucket = bucket_limit_of(k.options);
-  if (!dynamic && bucket >= 0) {
+  if (!dynamic && bucket >= 0 && std::any_of(key.begin(), key.end(), is_bucket)) {
     std::set<const VarNode*> asserted;
     for (size_t i = 0; i < args.size(); ++i) {
       const Buffer& b = k.params[i].buffer;
@@ -281,7 +283,7 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
   Clock::time_point start = Clock::now();
   passes::RunOptions run;
   if (dumps.ir) run.dump_dir = dumps.dir;
-  IRModule lowered = lower_variant(k, args, dynamic, symbolic, run);
+  IRModule lowered = lower_variant(k, args, dynamic, symbolic, variant->key, run);
   times.passes_ms = ms_since(start);
 
   if (k.target->kind == "emu") {

@@ -37,9 +37,6 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
                                          const DimSet& symbolic, std::string_view reason,
                                          Source* source);
 
-/// The module a variant compiles: the kernel's function specialized to the call's shapes
-/// (unless `dynamic`; the `symbolic` dimensions stay symbolic), through the default pipeline
-/// with the kernel's options.
 /// The functions a call of `entry` can reach: `entry`, the functions it calls (directly, or by
 /// name, as T.call_packed("name", ...) does) and theirs. A kernel holds only these (Jit::kernel
 /// prunes its module once): another function of the module (a kernel for another
@@ -47,8 +44,13 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
 /// its compile fail, and must not change its fingerprint or disk cache key.
 IRModule reachable_functions(const IRModule& module, const std::string& entry);
 
+/// The module a variant compiles: the kernel's function specialized to the call's shapes
+/// (unless `dynamic`; the `symbolic` dimensions stay symbolic, and so, under kBucketed, do the
+/// bucketed ones when the variant's `key` has a bucket), through the default pipeline with the
+/// kernel's options.
 IRModule lower_variant(const Kernel::State& k, std::span<const Arg> args, bool dynamic,
-                       const DimSet& symbolic, const passes::RunOptions& run);
+                       const DimSet& symbolic, std::span<const int64_t> key,
+                       const passes::RunOptions& run);
 
 /// Gives the host code of a variant the handles of the kernels it launches.
 void bind_kernels(Variant& v);

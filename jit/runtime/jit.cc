@@ -99,6 +99,8 @@ Kernel Jit::kernel(const IRModule& module, const std::string& name, KernelOption
   PRIMJIT_USER_CHECK(options.auto_threshold >= 1) << "KernelOptions::auto_threshold must be >= 1";
   PRIMJIT_USER_CHECK(options.bucket_limit >= 1)
       << "KernelOptions::bucket_limit must be >= 1 (a dimension of 1 is always its own bucket)";
+  PRIMJIT_USER_CHECK(options.promote_after >= 0)
+      << "KernelOptions::promote_after must be >= 0 (0: hot shapes keep their bucket's variant)";
   PRIMJIT_USER_CHECK(options.recompile_limit >= 1) << "KernelOptions::recompile_limit must be >= 1";
   PRIMJIT_USER_CHECK(options.max_unroll >= 0) << "KernelOptions::max_unroll must be >= 0";
   auto state = std::make_shared<Kernel::State>();
@@ -164,13 +166,24 @@ namespace {
 // it; false when anything is unusual (the full checks then run and name the problem). What the
 // cheap checks leave out, the key's equality with an earlier, fully checked call's key implies
 // (shapes against constants and each other), or the compiled code checks (symbolic shapes).
-bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer* key) {
+// Under kBucketed, `shape` is set to a hash (not 0) of the call's extents when some dimension
+// is bucketed (else 0), and `exact`, when given, receives the key of the call's exact variant
+// (promote: every extent in place of its bucket).
+bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer* key,
+              uint64_t* shape, jit::KeyBuffer* exact) {
   if (!k.fast_ok || args.size() != k.fast.size()) return false;
   const bool dynamic =
       k.options.policy == Policy::kDynamic || k.fell_back.load(std::memory_order_relaxed);
   const uint64_t mask = k.symbolic_mask.load(std::memory_order_relaxed);
   const int64_t bucket = jit::bucket_limit_of(k.options);  // -1 unless kBucketed
   size_t bit = 0;
+  uint64_t extents_hash = 0;
+  bool bucketed = false;
+  // Pushes an entry to the key and, when it is made, the exact key.
+  auto push = [&](int64_t entry) {
+    key->push_inline(entry);
+    if (exact != nullptr) exact->push_inline(entry);
+  };
   int64_t values[jit::kMaxCheckedVars];  // shape variables bound so far
   uint32_t bound = 0;
   const bool disjoint = !k.memory.disjoint.empty();
@@ -201,9 +214,8 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
     uint32_t dtype;
     std::memcpy(&dtype, &t->dtype, sizeof(dtype));
     if (dtype != p.dtype) return false;
-    key->push_inline((int64_t{t->dtype.code} << 24) | (int64_t{t->dtype.bits} << 16) |
-                     t->dtype.lanes);
-    key->push_inline(t->ndim);
+    push((int64_t{t->dtype.code} << 24) | (int64_t{t->dtype.bits} << 16) | t->dtype.lanes);
+    push(t->ndim);
     int64_t elements = 1;
     for (int d = 0; d < p.ndim; ++d, ++bit) {
       int64_t extent = t->shape[d];
@@ -213,9 +225,14 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
       if (!dynamic && !(mask >> bit & 1)) {
         const int64_t entry = bucket < 0 ? extent : jit::bucket_entry(extent, bucket);
         key->push_inline(entry);
+        if (bucket >= 0) {
+          if (exact != nullptr) exact->push_inline(extent);
+          extents_hash = (extents_hash ^ static_cast<uint64_t>(extent)) * 0x100000001b3ull + 1;
+        }
         if (!jit::is_bucket(entry)) continue;
+        bucketed = true;
       } else {
-        key->push_inline(jit::kSymbolic);
+        push(jit::kSymbolic);
       }
       // A symbolic or bucketed dimension is not in the key: check it against its rule here.
       if (rule.kind == jit::DimRule::kConstant && extent != rule.value) return false;
@@ -232,8 +249,7 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
     // Compact at byte_offset 0 (layout entry 0); strided and offset views take the full
     // checks, which their layout needs (negative or overlapping strides, index range).
     if (t->byte_offset != 0 || !is_compact(*t)) return false;
-    key->push_inline(bucket >= 0 && (jit::data_address(*t) & 15) != 0 ? jit::kLayoutUnaligned16
-                                                                      : 0);
+    push(bucket >= 0 && (jit::data_address(*t) & 15) != 0 ? jit::kLayoutUnaligned16 : 0);
     if (disjoint) {
       begin[i] = jit::data_address(*t);
       end[i] = begin[i] + static_cast<uintptr_t>(elements) * p.element_bytes;
@@ -247,7 +263,8 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
   for (const auto& [i, j] : k.memory.disjoint) {
     if (begin[i] < end[j] && begin[j] < end[i]) return false;
   }
-  if (device >= 0) key->push_inline(device);
+  if (device >= 0) push(device);
+  *shape = bucketed ? extents_hash | 1 : 0;
   return true;
 }
 
@@ -565,17 +582,76 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
   return v;
 }
 
+// kBucketed (KernelOptions::promote_after): the call's exact shape (`shape`, as fast_key hashes
+// it) ran promote_after times in a row on its bucket's variant: it gets a variant of its own,
+// with every dimension compiled in, which its later calls run (fast_key's exact key). Compiled
+// here (in the background under JitOptions::tiered; later runs of the count pick it up once it
+// is ready), after the call itself ran. A failure is logged and not tried again; nothing is
+// promoted that would reach the recompile limit.
+[[gnu::noinline, gnu::cold]] void promote(const std::shared_ptr<Kernel::State>& state,
+                                          std::span<const Arg> args, uint64_t shape) {
+  Kernel::State& k = *state;
+  int index = -1;
+  try {
+    jit::check_arguments(k, args);
+    jit::check_argument_memory(k.memory, k.name, k.params, args, k.target);
+    {
+      std::lock_guard<std::mutex> lock(k.mutex);
+      index = k.promotion_of(shape);
+      if (index < 0) {
+        const int n = k.promoted_count.load(std::memory_order_relaxed);
+        if (n == Kernel::State::kMaxPromotions || k.fell_back.load() ||
+            static_cast<int>(k.history.distinct_keys()) + 1 >= k.options.recompile_limit) {
+          return;
+        }
+        k.promoted[n].store(shape, std::memory_order_relaxed);
+        k.promoted_count.store(n + 1, std::memory_order_release);
+        index = n;
+        PRIMJIT_LOG_INFO << "kernel '" << k.name << "': a shape ran " << k.options.promote_after
+                         << " times in a row on its bucket's variant; making its exact variant";
+      }
+    }
+    if (k.promotion_failed.load(std::memory_order_relaxed) >> index & 1) return;
+    KeyBuffer exact;
+    jit::build_key(k.params, args, /*dynamic=*/false, {}, &exact, INT64_MAX);
+    std::shared_ptr<Variant> v = find_variant(state, args, exact, /*dynamic=*/false,
+                                              Lookup{.tiered = k.jit->options.tiered});
+    if (v != nullptr && exact.equals(v->key)) k.recent.store(v, state);
+  } catch (const std::exception& e) {
+    if (index >= 0) k.promotion_failed.fetch_or(uint32_t{1} << index);
+    PRIMJIT_LOG_WARNING << "kernel '" << k.name << "': making the exact variant of a hot shape "
+                        << "failed; its calls keep running the bucket's variant. " << e.what();
+  }
+}
+
 // A call's path once its context (stream, recording) is set; inlined into each kind of call.
 [[gnu::always_inline]] inline PJValue call_path(const std::shared_ptr<Kernel::State>& state,
                                                 std::span<const Arg> args) {
   Kernel::State& k = *state;
-  // 1. A cached call: cheap checks, then the kernel's recent variants, without a lock.
+  // 1. A cached call: cheap checks, then the kernel's recent variants, without a lock. Under
+  // kBucketed a promoted shape runs its exact variant, and runs of one shape are counted.
   bool tried_recent = false;
   {
-    KeyBuffer key;
+    KeyBuffer key, exact;
+    uint64_t shape = 0;
     PJValue result;
-    tried_recent = fast_key(k, args, &key) && jit::ThreadSlots::mine() >= 0;
-    if (tried_recent && k.recent.try_run(key, args, k.jit->cache.clock, &result)) return result;
+    const bool promotions = k.promoted_count.load(std::memory_order_relaxed) != 0;
+    tried_recent = fast_key(k, args, &key, &shape, promotions ? &exact : nullptr) &&
+                   jit::ThreadSlots::mine() >= 0;
+    if (tried_recent) {
+      if (shape != 0 && promotions && k.promotion_of(shape) >= 0 &&
+          k.recent.try_run(exact, args, k.jit->cache.clock, &result)) {
+        k.recent.count_promoted_call();
+        return result;
+      }
+      if (k.recent.try_run(key, args, k.jit->cache.clock, &result)) {
+        if (shape != 0 && k.options.promote_after > 0 &&
+            k.recent.count_run(shape, static_cast<uint32_t>(k.options.promote_after))) {
+          promote(state, args, shape);
+        }
+        return result;
+      }
+    }
   }
   ++k.slow_calls;
   jit::check_arguments(k, args);
@@ -652,6 +728,8 @@ KernelStats Kernel::stats() const {
   s.evictions = k.evictions;
   s.tiered_calls = k.tiered_hits;
   s.switch_overs = k.switch_overs;
+  s.promotions = static_cast<uint64_t>(k.promoted_count.load());
+  s.promoted_calls = k.recent.promoted_calls();
   std::lock_guard<std::mutex> lock(k.mutex);
   s.compile = k.times;
   s.reasons = k.history.reasons();

@@ -123,7 +123,7 @@ IRModule Kernel::lowered(const Signature& signature) const {
     dynamic = dynamic || k.fell_back;
     if (!dynamic) symbolic = k.symbolic;
   }
-  return jit::lower_variant(k, args, dynamic, symbolic, {});
+  return jit::lower_variant(k, args, dynamic, symbolic, key.to_vector(), {});
 }
 
 // The kernel's state comes first, so the variant (whose code lives in the Jit's engine) goes

@@ -77,6 +77,22 @@ struct Kernel::State {
 
   jit::RecentVariants recent;
 
+  // kBucketed: the exact shapes (as fast_key hashes them) promoted to variants of their own
+  // (KernelOptions::promote_after). Written under `mutex`, each entry before the count that
+  // publishes it; read without a lock. A promotion whose compile failed is not tried again.
+  static constexpr int kMaxPromotions = 8;
+  std::atomic<uint64_t> promoted[kMaxPromotions] = {};
+  std::atomic<int> promoted_count{0};
+  std::atomic<uint32_t> promotion_failed{0};  // bit i: promoted[i]'s compile failed
+  // The index of `shape` among the promoted shapes, or -1.
+  int promotion_of(uint64_t shape) const {
+    const int n = promoted_count.load(std::memory_order_acquire);
+    for (int i = 0; i < n; ++i) {
+      if (promoted[i].load(std::memory_order_relaxed) == shape) return i;
+    }
+    return -1;
+  }
+
   std::atomic<uint64_t> hits{0}, misses{0}, disk_hits{0}, remote_hits{0}, evictions{0},
       failed{0};  // + recent.fast_hits()
   // JitOptions::tiered: calls served by the generic variant; variants made in the background.

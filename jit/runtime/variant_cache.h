@@ -227,11 +227,41 @@ class RecentVariants {
     return n;
   }
 
+  // The calling thread's run of calls with one exact shape `shape` (a hash, not 0; the thread
+  // has a slot): true when it reaches `after` calls in a row, and the count starts again.
+  [[gnu::always_inline]] bool count_run(uint64_t shape, uint32_t after) {
+    Slot& slot = slots_[ThreadSlots::mine()];
+    if (slot.run_shape != shape) {
+      slot.run_shape = shape;
+      slot.run_length = 1;
+      return false;
+    }
+    if (++slot.run_length < after) return false;
+    slot.run_length = 0;
+    return true;
+  }
+
+  // Counts a call of the calling thread (which has a slot) that ran a promoted exact variant.
+  [[gnu::always_inline]] void count_promoted_call() {
+    Slot& slot = slots_[ThreadSlots::mine()];
+    slot.promoted_calls.store(slot.promoted_calls.load(std::memory_order_relaxed) + 1,
+                              std::memory_order_relaxed);
+  }
+  uint64_t promoted_calls() const {
+    uint64_t n = 0;
+    for (const Slot& slot : slots_) n += slot.promoted_calls.load(std::memory_order_relaxed);
+    return n;
+  }
+
  private:
   struct alignas(64) Slot {
     std::atomic<uint64_t> entered{0};
-    std::atomic<uint64_t> exited{0};  // written only by the slot's thread
-    std::atomic<uint64_t> hits{0};    // written only by the slot's thread
+    std::atomic<uint64_t> exited{0};          // written only by the slot's thread
+    std::atomic<uint64_t> hits{0};            // written only by the slot's thread
+    std::atomic<uint64_t> promoted_calls{0};  // written only by the slot's thread
+    // Only the slot's thread reads or writes these (count_run).
+    uint64_t run_shape = 0;
+    uint32_t run_length = 0;
   };
   struct Retired {
     std::shared_ptr<Variant> variant;

@@ -6,8 +6,9 @@
 // command; bench/peers/numba/bench_numba.py --with <this program's --csv> adds Numba's column.
 //
 //   bench_peers_halide [--sizes=small,large|tiny] [--rounds=9] [--kernels=SUBSTRING]
-//                      [--csv=FILE] [--fp-contract]
+//                      [--csv=FILE] [--fp-contract] [--policy=exact|bucketed|dynamic]
 //
+// --policy: primjit's specialization policy (default: KernelOptions' default).
 // primjit's default keeps a * b + c as two roundings (docs/semantics.md); Halide and g++ contract
 // it into one fma by default. --fp-contract compiles the primjit kernels with
 // KernelOptions::fp_contract, the same contraction as its peers.
@@ -81,7 +82,7 @@ struct Options {
   int rounds = 9;
   std::string filter;
   std::string csv;
-  bool fp_contract = false;
+  KernelOptions kernel;  // fp_contract, policy
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -117,11 +118,23 @@ bool parse_options(int argc, char** argv, Options* options) {
     } else if (const char* v = value("--csv")) {
       options->csv = v;
     } else if (arg == "--fp-contract") {
-      options->fp_contract = true;
+      options->kernel.fp_contract = true;
+    } else if (const char* v = value("--policy")) {
+      const std::string policy = v;
+      if (policy == "exact") {
+        options->kernel.policy = Policy::kExact;
+      } else if (policy == "bucketed") {
+        options->kernel.policy = Policy::kBucketed;
+      } else if (policy == "dynamic") {
+        options->kernel.policy = Policy::kDynamic;
+      } else {
+        std::cerr << "--policy: '" << policy << "' is not exact, bucketed or dynamic\n";
+        return false;
+      }
     } else {
       std::cerr << "unknown option '" << arg
                 << "'; options: --sizes=small,large|tiny --rounds=N --kernels=SUBSTRING "
-                   "--csv=FILE --fp-contract\n";
+                   "--csv=FILE --fp-contract --policy=exact|bucketed|dynamic\n";
       return false;
     }
   }
@@ -204,9 +217,10 @@ DLTensor tensor(const float* data, std::vector<int64_t>& shape) {
   return t;
 }
 
-std::function<void()> primjit_runner(Jit& jit, const Row& row, Data& d, bool fp_contract) {
+std::function<void()> primjit_runner(Jit& jit, const Row& row, Data& d,
+                                     const KernelOptions& options) {
   auto call = std::make_shared<PrimjitCall>();
-  call->kernel = primjit_kernel(jit, row.kernel, fp_contract);
+  call->kernel = primjit_kernel(jit, row.kernel, options);
   call->saxpy = row.kernel.rfind("saxpy", 0) == 0;
   call->softmax = row.kernel.rfind("softmax", 0) == 0;
   if (call->saxpy) {
@@ -287,7 +301,7 @@ Result run_row(Jit& jit, const Row& row, const Options& options) {
   impl[2]();
   const double gxx_once = seconds_since(t0);
   t0 = Clock::now();
-  impl[0] = primjit_runner(jit, row, d, options.fp_contract);
+  impl[0] = primjit_runner(jit, row, d, options.kernel);
   impl[0]();
   result.primjit_first_ms = seconds_since(t0) * 1e3;
   t0 = Clock::now();
@@ -327,10 +341,15 @@ int run(const Options& options) {
               read_first_line("/proc/cpuinfo", "model name").c_str(),
               std::thread::hardware_concurrency(), read_first_line("/proc/loadavg", "").c_str());
   std::printf("peers   : %s\n", halide_description().c_str());
-  std::printf("primjit : %s\n",
-              options.fp_contract
+  const Policy policy = options.kernel.policy;
+  std::printf("primjit : %s, policy %s\n",
+              options.kernel.fp_contract
                   ? "KernelOptions::fp_contract (a * b + c as one fma, as its peers)"
-                  : "default options (a * b + c rounded twice; peers contract)");
+                  : "a * b + c rounded twice (peers contract)",
+              policy == Policy::kExact      ? "exact"
+              : policy == Policy::kBucketed ? "bucketed"
+              : policy == Policy::kDynamic  ? "dynamic"
+                                            : "auto");
   std::printf("timing  : median over %d interleaved rounds, ms per call\n\n", options.rounds);
   std::printf("%-18s %-6s %-10s %11s %11s %11s %9s %9s  %s\n", "kernel", "size", "shape",
               "primjit ms", "Halide ms", "g++ ms", "pj/Halide", "pj/g++", "check");

@@ -157,11 +157,9 @@ std::string primjit_kernel_text(const std::string& kernel) {
   throw std::invalid_argument("no primjit text for kernel '" + kernel + "'");
 }
 
-Kernel primjit_kernel(Jit& jit, const std::string& kernel, bool fp_contract) {
+Kernel primjit_kernel(Jit& jit, const std::string& kernel, const KernelOptions& options) {
   const std::string text = primjit_kernel_text(kernel);
   const size_t name_at = text.find("def ") + 4;  // the text's one function
-  KernelOptions options;
-  options.fp_contract = fp_contract;
   return jit.kernel(parse(text), text.substr(name_at, text.find('(', name_at) - name_at), options);
 }
 

@@ -13,8 +13,8 @@ namespace primjit::bench::peers {
 /// throws std::invalid_argument for any other name.
 std::string primjit_kernel_text(const std::string& kernel);
 
-/// A kernel for `kernel`'s text in `jit` (compiled on its first call); with `fp_contract`, under
-/// KernelOptions::fp_contract (a * b + c as one fma, as Halide and g++ contract by default).
-Kernel primjit_kernel(Jit& jit, const std::string& kernel, bool fp_contract = false);
+/// A kernel for `kernel`'s text in `jit` (compiled on its first call) with `options`
+/// (KernelOptions::fp_contract: a * b + c as one fma, as Halide and g++ contract by default).
+Kernel primjit_kernel(Jit& jit, const std::string& kernel, const KernelOptions& options = {});
 
 }  // namespace primjit::bench::peers

@@ -107,10 +107,15 @@ TEST(Benchmark, TimesOnlyCachedCalls) {
   BenchResult r = k.benchmark(p.a, p.b, 2.0f, o);
   p.expect_scaled(2.0f);
 
+  // The first, untimed call compiled, and the warm-up calls promoted the shape to its exact
+  // variant (kBucketed); no timed call compiled.
   KernelStats s = k.stats();
-  EXPECT_EQ(s.misses, 1u);  // the first, untimed call compiled; no timed call did
-  ASSERT_EQ(s.reasons.size(), 1u);
+  EXPECT_EQ(s.promotions, 1u);
+  EXPECT_EQ(s.misses, 2u);
+  ASSERT_EQ(s.reasons.size(), 2u);
   EXPECT_EQ(s.reasons[0], "first call");
+  EXPECT_EQ(s.reasons[1], "n: bucket 16k (a larger multiple of 16) -> 1024");
+  EXPECT_EQ(s.promoted_calls, static_cast<uint64_t>(r.device.count));
   EXPECT_EQ(s.calls, static_cast<uint64_t>(r.warmup_calls + r.device.count));
   EXPECT_EQ(s.hits, s.calls - 1);
   EXPECT_GE(r.warmup_calls, 2);  // the compiling call and at least one warm-up call
@@ -135,7 +140,7 @@ TEST(Benchmark, TimesOnlyCachedCalls) {
   // Benchmarking again compiles nothing.
   k.benchmark(p.a, p.b, 3.0f, quick());
   p.expect_scaled(3.0f);
-  EXPECT_EQ(k.stats().misses, 1u);
+  EXPECT_EQ(k.stats().misses, 2u);
 }
 
 TEST(Benchmark, EveryCallingForm) {
@@ -154,7 +159,9 @@ TEST(Benchmark, EveryCallingForm) {
   p.expect_scaled(6.0f);
   EXPECT_GE(defaults.device.count, BenchOptions{}.min_reps);
   EXPECT_LE(defaults.device.count, BenchOptions{}.max_reps);
-  EXPECT_EQ(k.stats().misses, 1u);
+  // Its bucket's variant and its exact one, promoted in the first warm-up.
+  EXPECT_EQ(k.stats().misses, 2u);
+  EXPECT_EQ(k.stats().promotions, 1u);
 }
 
 TEST(Benchmark, RepetitionsFromTheBudgetOrExact) {
@@ -187,7 +194,8 @@ TEST(Benchmark, InterpreterTargetUsesTheSteadyClock) {
   EXPECT_EQ(r.timer, "steady_clock");
   EXPECT_EQ(r.device.count, 2);
   expect_ordered(r.device);
-  EXPECT_EQ(k.stats().misses, 1u);
+  EXPECT_EQ(k.stats().misses, 2u);  // n = 40's bucket, then (warm-up) its exact variant
+  EXPECT_EQ(k.stats().promoted_calls, 2u);
 }
 
 // --- errors --------------------------------------------------------------------------------

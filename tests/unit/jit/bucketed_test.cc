@@ -3,7 +3,13 @@
 // it and never one outside it; prewarm and compile_async key like calls.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "primjit/ir/text.h"
@@ -142,6 +148,138 @@ TEST(Bucketed, PrewarmedBucketServesEveryShapeInIt) {
   EXPECT_EQ(s.misses, 3u);
   EXPECT_EQ(s.hits, 7u);
   EXPECT_TRUE(call_compiles(k, 9));  // small values are exact
+}
+
+// Calls the kernel `times` times in a row with length n, checking every result.
+void call_repeatedly(Kernel& k, int64_t n, int times) {
+  Pair p(n);
+  for (int i = 0; i < times; ++i) {
+    k(p.a, p.b, 2.0f);
+    ASSERT_NO_FATAL_FAILURE(p.expect_scaled(2.0f)) << "call " << i << " with n = " << n;
+  }
+}
+
+// KernelOptions::promote_after: a shape called that many times in a row gets its own variant
+// (every dimension compiled in), which its later calls run; other shapes of its bucket keep
+// the bucket's variant.
+TEST(Bucketed, AHotShapeGetsItsOwnVariant) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 8});
+  call_repeatedly(k, 100, 8);  // the first call compiles the bucket, the next 7 are a run of 7
+  KernelStats s = k.stats();
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.promotions, 0u);
+  call_repeatedly(k, 100, 1);  // the eighth in a row: promoted after it ran
+  s = k.stats();
+  EXPECT_EQ(s.misses, 2u);
+  EXPECT_EQ(s.promotions, 1u);
+  EXPECT_EQ(s.promoted_calls, 0u);
+  ASSERT_EQ(s.reasons.size(), 2u);
+  EXPECT_NE(s.reasons[1].find("n: bucket n (larger, not a multiple of 16) -> 100"),
+            std::string::npos)
+      << s.reasons[1];
+  call_repeatedly(k, 100, 20);
+  s = k.stats();
+  EXPECT_EQ(s.promoted_calls, 20u);
+  EXPECT_EQ(s.misses, 2u);
+  // The same bucket, another shape: the bucket's variant, not the promoted one.
+  call_repeatedly(k, 116, 3);
+  s = k.stats();
+  EXPECT_EQ(s.misses, 2u);
+  EXPECT_EQ(s.promoted_calls, 20u);
+  // A shape whose dimensions are all at most the limit is exact already: nothing to promote.
+  call_repeatedly(k, 12, 30);
+  EXPECT_EQ(k.stats().promotions, 1u);
+  EXPECT_EQ(k.stats().misses, 3u);
+}
+
+// The promoted variant has every dimension compiled in: its lowering (PRIMJIT_DUMP_IR) has n =
+// 100 where the bucket's variant keeps n, with the bucket's fact asserted.
+TEST(Bucketed, APromotedVariantHasEveryDimensionCompiledIn) {
+  test::TempDir dir("primjit_promoted_dump");
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 4});
+  setenv("PRIMJIT_DUMP_IR", dir.str().c_str(), 1);
+  call_repeatedly(k, 100, 6);
+  unsetenv("PRIMJIT_DUMP_IR");
+  ASSERT_EQ(k.stats().promotions, 1u);
+  auto read = [&](const std::string& variant) {
+    std::ifstream in(dir.path() / variant / "00_input.tir");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string bucket = read("scale.v0"), exact = read("scale.v1");
+  EXPECT_NE(bucket.find("n is not a multiple of 16 in this variant"), std::string::npos) << bucket;
+  EXPECT_NE(bucket.find("n = T.int32()"), std::string::npos) << bucket;
+  EXPECT_EQ(exact.find("multiple of 16"), std::string::npos) << exact;
+  EXPECT_NE(exact.find("100"), std::string::npos) << exact;
+  EXPECT_EQ(exact.find("n = T.int32()"), std::string::npos) << exact;
+}
+
+TEST(Bucketed, AlternatingShapesAreNotPromoted) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 4});
+  for (int round = 0; round < 20; ++round) {
+    call_repeatedly(k, 100, 1);
+    call_repeatedly(k, 116, 1);
+  }
+  KernelStats s = k.stats();
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.promotions, 0u);
+  Kernel never = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 0});
+  call_repeatedly(never, 100, 300);
+  EXPECT_EQ(never.stats().promotions, 0u);
+  EXPECT_ERROR_CONTAINS(
+      jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = -1}),
+      "KernelOptions::promote_after must be >= 0");
+}
+
+// A promotion never spends the kernel's last distinct key before its recompile limit, and at
+// most eight shapes are promoted.
+TEST(Bucketed, PromotionsStayWithinTheRecompileLimit) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function(),
+                        {.policy = Policy::kBucketed, .promote_after = 2, .recompile_limit = 2});
+  call_repeatedly(k, 100, 10);
+  EXPECT_EQ(k.stats().promotions, 0u);
+  EXPECT_EQ(k.stats().misses, 1u);
+  Jit other(JitOptions{.disk_cache = DiskCacheMode::kDisabled});  // its own variants
+  Kernel many = other.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 2});
+  for (int64_t n = 100; n < 100 + 16 * 12; n += 16) call_repeatedly(many, n, 3);
+  EXPECT_EQ(many.stats().promotions, 8u);
+  EXPECT_EQ(many.stats().misses, 9u);
+}
+
+// Under JitOptions::tiered the promoted shape's variant compiles in the background; its calls
+// run the bucket's variant until it is ready, then switch to it.
+TEST(Bucketed, TieredPromotionCompilesInTheBackground) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled, .tiered = true});
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 4});
+  call_repeatedly(k, 100, 5);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (k.stats().promoted_calls == 0) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the promoted variant never ran";
+    call_repeatedly(k, 100, 4);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  KernelStats s = k.stats();
+  EXPECT_EQ(s.promotions, 1u);
+  EXPECT_GE(s.switch_overs, 1u);
+}
+
+// Threads calling one hot shape at once promote it once, and every result is right.
+TEST(JitBucketed, ConcurrentCallersPromoteAHotShapeOnce) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 16});
+  call_repeatedly(k, 200, 1);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] { call_repeatedly(k, 200, 300); });
+  }
+  for (std::thread& t : threads) t.join();
+  KernelStats s = k.stats();
+  EXPECT_EQ(s.promotions, 1u);
+  EXPECT_EQ(s.misses, 2u);
+  EXPECT_GT(s.promoted_calls, 0u);
 }
 
 }  // namespace

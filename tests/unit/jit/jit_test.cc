@@ -142,7 +142,9 @@ TEST(Jit, RecompileLimitCountsKeysNotCompiles) {
 // A kernel making variants forever keeps bounded history: the last 256 reasons.
 TEST(Jit, CompileHistoryIsBounded) {
   Jit jit(JitOptions{.cache_capacity = 8, .disk_cache = DiskCacheMode::kDisabled});
-  Kernel k = jit.kernel(scale_function(), {.target = Target::emu(), .recompile_limit = 1000});
+  Kernel k =
+      jit.kernel(scale_function(),
+                 {.target = Target::emu(), .policy = Policy::kExact, .recompile_limit = 1000});
   for (int64_t n = 1; n <= 300; ++n) {
     Pair p(n);
     k(p.a, p.b, 1.0f);
@@ -390,7 +392,7 @@ TEST(Jit, EvictionWhileAnotherThreadCallsIsSafe) {
 // lock-free calls, while a capacity of two evicts variants: no call may run freed code.
 TEST(Jit, ThreadsSwitchingShapesUnderEvictionAllGetRightResults) {
   Jit jit({.cache_capacity = 2});
-  Kernel k = jit.kernel(scale_function(), {.recompile_limit = 1000});
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kExact, .recompile_limit = 1000});
   std::atomic<int> bad{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {

@@ -28,7 +28,8 @@ using test::same_bits;
 
 using test::LogLines;
 
-Kernel vector_add(Jit& jit, KernelOptions options = {}) {
+// kExact unless the test says otherwise: each new length is a new variant.
+Kernel vector_add(Jit& jit, KernelOptions options = {.policy = Policy::kExact}) {
   return jit.kernel(parse(test::kVectorAddText)->lookup("vadd"), options);
 }
 
@@ -258,7 +259,7 @@ def twice(a: T.handle, b: T.handle):
 // first call's own variant was already compiling in the background: it waits for that one).
 TEST(Tiered, WithoutAGenericVariantCallsWaitForTheirOwn) {
   Jit jit(tiered_options());
-  Kernel k = jit.kernel(twice_without_generic_variant());
+  Kernel k = jit.kernel(twice_without_generic_variant(), {.policy = Policy::kExact});
   LogLines info(LogLevel::kInfo);
   for (int64_t n : {8, 16, 8}) {
     Vectors v(n);
@@ -364,8 +365,9 @@ TEST(Tiered, OffCompilesTheNewShapesVariantInTheCall) {
 // (the dynamic variant) is the generic variant itself.
 TEST(Tiered, TheRecompileLimitCountsTheSpecializedKeysOnly) {
   Jit jit(tiered_options());
-  Kernel k = vector_add(
-      jit, {.recompile_limit = 2, .on_recompile_limit = OnRecompileLimit::kFallbackToDynamic});
+  Kernel k = vector_add(jit, {.policy = Policy::kExact,
+                              .recompile_limit = 2,
+                              .on_recompile_limit = OnRecompileLimit::kFallbackToDynamic});
   uint64_t switches = 0;
   for (int64_t n : {8, 16, 24, 32}) {
     Vectors v(n);
@@ -504,7 +506,7 @@ TEST(Tiered, TheBacklogIsBoundedAndCancelledWithTheJit) {
   {
     HoldBackgroundCompiles hold;
     Jit jit(tiered_options());
-    k = vector_add(jit, {.recompile_limit = 1000});
+    k = vector_add(jit, {.policy = Policy::kExact, .recompile_limit = 1000});
     for (int64_t n = 1; n <= kShapes; ++n) {
       Vectors v(n);
       k(v.a, v.b, v.c);
@@ -544,7 +546,7 @@ TEST(Tiered, TheBacklogIsBoundedAndCancelledWithTheJit) {
 TEST(Tiered, ACallWaitingForACancelledCompileCompilesItself) {
   HoldBackgroundCompiles hold;
   auto jit = std::make_unique<Jit>(tiered_options());
-  Kernel k = jit->kernel(twice_without_generic_variant());
+  Kernel k = jit->kernel(twice_without_generic_variant(), {.policy = Policy::kExact});
   Vectors v(8);
   std::string error;
   std::thread call([&] {
@@ -580,7 +582,7 @@ TEST(Tiered, ACallWaitingForACancelledCompileCompilesItself) {
 // WithTheJit's to check.
 TEST(Tiered, TheJitCanGoWhileItsKernelIsCalled) {
   auto jit = std::make_unique<Jit>(tiered_options());
-  Kernel k = vector_add(*jit, {.recompile_limit = 1000});
+  Kernel k = vector_add(*jit, {.policy = Policy::kExact, .recompile_limit = 1000});
   constexpr int kThreads = 4;
   std::atomic<int> wrong{0}, started{0};
   std::vector<std::thread> threads;
