@@ -56,11 +56,12 @@ struct KernelOptions {
   /// driver and a device exist, else llvm. A device target (cuda, emu) runs the host part on
   /// the CPU (llvm).
   Target target;
-  /// kBucketed is the default: it compiles bench_policy's 20 matmul shapes as 2 variants (kExact:
-  /// 20) that run them as fast as kExact's, and a shape called promote_after times in a row
-  /// gets kExact's variant (a small matmul runs at kExact's speed then, with the constant
-  /// extents LLVM unrolls); bench/README.md, bench_policy and the peer benchmark.
-  Policy policy = Policy::kBucketed;
+  /// kExact stays the default. kBucketed compiles bench_policy's 20 matmul shapes as 2 variants
+  /// in 76 ms (kExact: 20 in 632 ms) that run them as fast as kExact's, and a shape called
+  /// promote_after times in a row gets kExact's variant; but LLVM takes twice as long over its
+  /// symbolic loops: a first call of a 256^3 matmul costs 34 ms against 15 ms under kExact
+  /// (bench/README.md, bench_policy, bench_compile).
+  Policy policy = Policy::kExact;
   int auto_threshold = 4;
   /// kBucketed: dimensions up to this value are compiled in (at least 1: a dimension of 1 is
   /// always its own bucket); larger ones are keyed on their divisibility by 16.
