@@ -59,6 +59,11 @@ struct HostModule {
 struct HostCodegenOptions {
   /// T.unroll loops of at most this many iterations are marked for full unrolling.
   int64_t max_unroll = passes::kDefaultMaxUnroll;
+  /// false: loops whose trip count is not a constant are marked
+  /// llvm.loop.unroll.runtime.disable. A kBucketed variant's loops have symbolic trip counts;
+  /// unrolled at run time, each gets remainder loops that make LLVM's work twice that of the
+  /// exact variant (bench/README.md, bench_compile).
+  bool runtime_unroll = true;
 };
 
 /// LLVM IR for the host functions of `module`. `symbol_suffix` is appended to every defined

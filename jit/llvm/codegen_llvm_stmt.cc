@@ -187,8 +187,10 @@ void FunctionCodegen::serial_for(const Var& loop_var, Value* min, Value* extent,
                                /*HasNUW=*/!is_signed, /*HasNSW=*/is_signed);
     i->addIncoming(next, b_.GetInsertBlock());
     llvm::BranchInst* latch = b_.CreateBr(head);
-    latch->setMetadata(llvm::LLVMContext::MD_loop,
-                       loop_metadata(kind, loop_var, interleave_count(extent, body, body_bb, end)));
+    latch->setMetadata(
+        llvm::LLVMContext::MD_loop,
+        loop_metadata(kind, loop_var, interleave_count(extent, body, body_bb, end),
+                      !m_.options.runtime_unroll && !llvm::isa<llvm::Constant>(extent)));
   }
   b_.SetInsertPoint(end);
 }
@@ -227,7 +229,8 @@ int FunctionCodegen::interleave_count(Value* extent, const Stmt& body, llvm::Bas
   return static_cast<int>(16 / (256 / widest));
 }
 
-llvm::MDNode* FunctionCodegen::loop_metadata(ForKind kind, const Var& loop_var, int interleave) {
+llvm::MDNode* FunctionCodegen::loop_metadata(ForKind kind, const Var& loop_var, int interleave,
+                                             bool no_runtime_unroll) {
   std::vector<llvm::Metadata*> ops = {nullptr};
   if (interleave > 0) {
     ops.push_back(llvm::MDNode::get(
@@ -246,6 +249,10 @@ llvm::MDNode* FunctionCodegen::loop_metadata(ForKind kind, const Var& loop_var, 
   if (kind == ForKind::kUnrolled) {
     ops.push_back(
         llvm::MDNode::get(m_.ctx, {llvm::MDString::get(m_.ctx, "llvm.loop.unroll.full")}));
+  }
+  if (no_runtime_unroll) {
+    ops.push_back(llvm::MDNode::get(
+        m_.ctx, {llvm::MDString::get(m_.ctx, "llvm.loop.unroll.runtime.disable")}));
   }
   llvm::MDNode* node = llvm::MDNode::getDistinct(m_.ctx, ops);
   node->replaceOperandWith(0, node);

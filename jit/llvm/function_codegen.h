@@ -219,7 +219,8 @@ class FunctionCodegen : public ExprFunctor<FunctionCodegen, Value*>,
   int interleave_count(Value* extent, const Stmt& body, llvm::BasicBlock* first,
                        llvm::BasicBlock* end);
 
-  llvm::MDNode* loop_metadata(ForKind kind, const Var& loop_var, int interleave = 0);
+  llvm::MDNode* loop_metadata(ForKind kind, const Var& loop_var, int interleave = 0,
+                              bool no_runtime_unroll = false);
 
   // The function (of calling convention `conv`) that `op` names first; such functions are
   // emitted where they are called, so the module keeps the order of first use.

@@ -318,7 +318,11 @@ std::shared_ptr<Variant> compile_variant(Kernel::State& k, std::span<const Arg> 
     CompileDumps host_dumps{.want_ir = dumps.llvm,
                             .want_optimized_ir = dumps.llvm_opt,
                             .want_assembly = dumps.assembly};
-    image.host = compile_host(k.jit->engine, lowered, {k.options.max_unroll}, &host_dumps);
+    // A bucketed variant's symbolic loops are not unrolled at run time (HostCodegenOptions).
+    const bool bucketed = std::any_of(variant->key.begin(), variant->key.end(), is_bucket);
+    image.host = compile_host(k.jit->engine, lowered,
+                              {.max_unroll = k.options.max_unroll, .runtime_unroll = !bucketed},
+                              &host_dumps);
     variant->host = std::make_unique<HostProgram>(k.jit->engine, image.host);
     variant->entry = variant->host->function(k.name);
     times.host_ms = ms_since(start);

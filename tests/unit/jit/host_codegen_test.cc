@@ -11,6 +11,8 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "jit/llvm/codegen_llvm.h"
@@ -417,6 +419,34 @@ TEST(HostCodegen, LoopsOfSixteensGetAVectorStepThatDividesSixteen) {
                              "            B[i] = A[i] + A[j]\n",
                              "float32"),
             (Counts{"2"}));
+}
+
+// HostCodegenOptions::runtime_unroll = false (a kBucketed variant's compile): loops with a
+// symbolic trip count are marked not to be unrolled at run time; constant ones are not marked.
+TEST(HostCodegen, RuntimeUnrollOffMarksTheSymbolicLoops) {
+  const std::string body =
+      "    for i in range(n):\n        B[i] = A[i]\n"
+      "    for i in range(8):\n        B[i] = A[i] + T.float32(1)\n";
+  IRModule lowered = passes::lower_for_host(lower(two_vectors(body, "float32")));
+  // The loops whose metadata lists the node `!{!"llvm.loop.unroll.runtime.disable"}`.
+  auto marked_loops = [](const std::string& ir) {
+    const std::string node = " = !{!\"llvm.loop.unroll.runtime.disable\"}";
+    const size_t at = ir.find(node);
+    if (at == std::string::npos) return 0;
+    const size_t start = ir.rfind('\n', at) + 1;
+    const std::string id = ir.substr(start, at - start);  // "!7"
+    int loops = 0;
+    std::istringstream lines(ir);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("distinct !{") == std::string::npos) continue;
+      loops += line.find(", " + id + ",") != std::string::npos ||
+               line.find(", " + id + "}") != std::string::npos;
+    }
+    return loops;
+  };
+  EXPECT_EQ(marked_loops(to_llvm_text(codegen_llvm(lowered))), 0);
+  std::string off = to_llvm_text(codegen_llvm(lowered, "", {.runtime_unroll = false}));
+  EXPECT_EQ(marked_loops(off), 1) << off;  // the loop over n, not the one over 8
 }
 
 // The hinted loops compute what they did, for odd and even multiples of 16.
