@@ -56,12 +56,11 @@ struct KernelOptions {
   /// driver and a device exist, else llvm. A device target (cuda, emu) runs the host part on
   /// the CPU (llvm).
   Target target;
-  /// kExact stays the default. kBucketed compiles bench_policy's 20 matmul shapes as 2 variants
-  /// in 76 ms (kExact: 20 in 632 ms) that run them as fast as kExact's, and a shape called
-  /// promote_after times in a row gets kExact's variant; but LLVM takes twice as long over its
-  /// symbolic loops: a first call of a 256^3 matmul costs 34 ms against 15 ms under kExact
-  /// (bench/README.md, bench_policy, bench_compile).
-  Policy policy = Policy::kExact;
+  /// kBucketed is the default: a kernel's first shape compiles its exact variant (what kExact
+  /// would), a second shape of a bucket the bucket's variant, and a shape called promote_after
+  /// times in a row its own exact one. bench_policy's 20 matmul shapes: 3 compiles in 75 ms,
+  /// 1.07x kExact's speed (kExact: 20 compiles in 650 ms); bench/README.md.
+  Policy policy = Policy::kBucketed;
   int auto_threshold = 4;
   /// kBucketed: dimensions up to this value are compiled in (at least 1: a dimension of 1 is
   /// always its own bucket); larger ones are keyed on their divisibility by 16.
@@ -69,8 +68,9 @@ struct KernelOptions {
   /// kBucketed: a shape that one thread calls this many times in a row on its bucket's variant
   /// gets a variant of its own with every dimension compiled in, as kExact would make it (in
   /// the call that reaches the count; in the background under JitOptions::tiered), and its
-  /// later calls run that. Up to 8 shapes per kernel; never when it would reach
-  /// recompile_limit. 0: never.
+  /// later calls run that; so does the kernel's first shape, at once (not under tiered, whose
+  /// first call makes the generic variant). Up to 8 shapes per kernel; never when it would
+  /// reach recompile_limit. 0: never (every shape runs its bucket's variant).
   int promote_after = 16;
   /// The most distinct argument keys compiled as exact variants (a variant compiled again
   /// after its eviction does not count again).
@@ -122,8 +122,9 @@ struct KernelStats {
   /// finished compiling in the background (calls with their keys then run them).
   uint64_t tiered_calls = 0;
   uint64_t switch_overs = 0;
-  /// kBucketed: the shapes given variants of their own (KernelOptions::promote_after), and the
-  /// calls that ran those variants.
+  /// kBucketed: the shapes given variants of their own (KernelOptions::promote_after; the
+  /// kernel's first shape among them), and the calls that ran those variants from the cached
+  /// path.
   uint64_t promotions = 0;
   uint64_t promoted_calls = 0;
   /// Why each variant was made, in order: "first call", "n: 128 -> 130" (a dimension that is a

@@ -162,6 +162,11 @@ namespace {
 
 // The cached-call path is here, in one translation unit with Kernel::call, so that it
 // inlines into it.
+// One extent into a call's shape hash (fast_key, shape_of).
+inline uint64_t mix_extent(uint64_t h, int64_t extent) {
+  return (h ^ static_cast<uint64_t>(extent)) * 0x100000001b3ull + 1;
+}
+
 // The key of a call whose arguments pass the cheap checks of a cached call, as build_key makes
 // it; false when anything is unusual (the full checks then run and name the problem). What the
 // cheap checks leave out, the key's equality with an earlier, fully checked call's key implies
@@ -227,7 +232,7 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
         key->push_inline(entry);
         if (bucket >= 0) {
           if (exact != nullptr) exact->push_inline(extent);
-          extents_hash = (extents_hash ^ static_cast<uint64_t>(extent)) * 0x100000001b3ull + 1;
+          extents_hash = mix_extent(extents_hash, extent);
         }
         if (!jit::is_bucket(entry)) continue;
         bucketed = true;
@@ -582,6 +587,47 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
   return v;
 }
 
+// kBucketed: the shape hash fast_key makes for a call (checked arguments) of a kernel whose
+// keys are not dynamic; 0 when no dimension is bucketed.
+uint64_t shape_of(const Kernel::State& k, std::span<const Arg> args) {
+  const int64_t bucket = jit::bucket_limit_of(k.options);
+  uint64_t h = 0;
+  bool bucketed = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!k.params[i].buffer.defined()) continue;
+    const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
+    for (int d = 0; d < t->ndim; ++d) {
+      h = mix_extent(h, t->shape[d]);
+      bucketed = bucketed || jit::is_bucket(jit::bucket_entry(t->shape[d], bucket));
+    }
+  }
+  return bucketed ? h | 1 : 0;
+}
+
+// Makes `shape` a promoted shape of the kernel (under its mutex); its index, or -1 where the
+// kernel has its 8 already, fell back to its dynamic variant or would reach its recompile
+// limit. `first_key`: only while the kernel has made no variant and promoted nothing.
+int register_promotion(Kernel::State& k, uint64_t shape, bool first_key) {
+  std::lock_guard<std::mutex> lock(k.mutex);
+  const int n = k.promoted_count.load(std::memory_order_relaxed);
+  if (first_key && (n != 0 || k.history.distinct_keys() != 0)) return -1;
+  if (int index = k.promotion_of(shape); index >= 0) return index;
+  if (n == Kernel::State::kMaxPromotions || k.fell_back.load() ||
+      static_cast<int>(k.history.distinct_keys()) + 1 >= k.options.recompile_limit) {
+    return -1;
+  }
+  k.promoted[n].store(shape, std::memory_order_relaxed);
+  k.promoted_count.store(n + 1, std::memory_order_release);
+  return n;
+}
+
+// The key of the call's exact variant under kBucketed: every extent in place of its bucket.
+KeyBuffer exact_key(const Kernel::State& k, std::span<const Arg> args) {
+  KeyBuffer exact;
+  jit::build_key(k.params, args, /*dynamic=*/false, {}, &exact, INT64_MAX);
+  return exact;
+}
+
 // kBucketed (KernelOptions::promote_after): the call's exact shape (`shape`, as fast_key hashes
 // it) ran promote_after times in a row on its bucket's variant: it gets a variant of its own,
 // with every dimension compiled in, which its later calls run (fast_key's exact key). Compiled
@@ -595,25 +641,15 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
   try {
     jit::check_arguments(k, args);
     jit::check_argument_memory(k.memory, k.name, k.params, args, k.target);
-    {
-      std::lock_guard<std::mutex> lock(k.mutex);
-      index = k.promotion_of(shape);
-      if (index < 0) {
-        const int n = k.promoted_count.load(std::memory_order_relaxed);
-        if (n == Kernel::State::kMaxPromotions || k.fell_back.load() ||
-            static_cast<int>(k.history.distinct_keys()) + 1 >= k.options.recompile_limit) {
-          return;
-        }
-        k.promoted[n].store(shape, std::memory_order_relaxed);
-        k.promoted_count.store(n + 1, std::memory_order_release);
-        index = n;
-        PRIMJIT_LOG_INFO << "kernel '" << k.name << "': a shape ran " << k.options.promote_after
-                         << " times in a row on its bucket's variant; making its exact variant";
-      }
+    const bool known = k.promotion_of(shape) >= 0;
+    index = register_promotion(k, shape, /*first_key=*/false);
+    if (index < 0) return;
+    if (!known) {
+      PRIMJIT_LOG_INFO << "kernel '" << k.name << "': a shape ran " << k.options.promote_after
+                       << " times in a row on its bucket's variant; making its exact variant";
     }
     if (k.promotion_failed.load(std::memory_order_relaxed) >> index & 1) return;
-    KeyBuffer exact;
-    jit::build_key(k.params, args, /*dynamic=*/false, {}, &exact, INT64_MAX);
+    KeyBuffer exact = exact_key(k, args);
     std::shared_ptr<Variant> v = find_variant(state, args, exact, /*dynamic=*/false,
                                               Lookup{.tiered = k.jit->options.tiered});
     if (v != nullptr && exact.equals(v->key)) k.recent.store(v, state);
@@ -621,6 +657,30 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
     if (index >= 0) k.promotion_failed.fetch_or(uint32_t{1} << index);
     PRIMJIT_LOG_WARNING << "kernel '" << k.name << "': making the exact variant of a hot shape "
                         << "failed; its calls keep running the bucket's variant. " << e.what();
+  }
+}
+
+// kBucketed, a call that missed the cached path (not tiered): a promoted shape's call takes its
+// exact variant (waiting for it while another thread compiles it), and the kernel's first call
+// compiles its shape's exact variant, as a promoted shape, rather than its bucket's: a program
+// with one shape compiles once, what kExact would, and the bucket's variant is made when a
+// second shape of it comes. Null when neither applies (the call takes its bucket's variant).
+[[gnu::noinline]] std::shared_ptr<Variant> promoted_variant(
+    const std::shared_ptr<Kernel::State>& state, std::span<const Arg> args) {
+  Kernel::State& k = *state;
+  const uint64_t shape = shape_of(k, args);
+  if (shape == 0) return nullptr;
+  int index = k.promotion_of(shape);
+  if (index < 0) index = register_promotion(k, shape, /*first_key=*/true);
+  if (index < 0 || (k.promotion_failed.load(std::memory_order_relaxed) >> index & 1)) {
+    return nullptr;
+  }
+  try {
+    return find_variant(state, args, exact_key(k, args), /*dynamic=*/false,
+                        Lookup{.count_hit = true, .check_capture = k.cuda});
+  } catch (...) {
+    k.promotion_failed.fetch_or(uint32_t{1} << index);
+    throw;
   }
 }
 
@@ -641,7 +701,7 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
     if (tried_recent) {
       if (shape != 0 && promotions && k.promotion_of(shape) >= 0 &&
           k.recent.try_run(exact, args, k.jit->cache.clock, &result)) {
-        k.recent.count_promoted_call();
+        k.recent.count_promoted_call(shape);
         return result;
       }
       if (k.recent.try_run(key, args, k.jit->cache.clock, &result)) {
@@ -662,6 +722,12 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
   if (std::shared_ptr<Variant> last = tried_recent ? nullptr : k.recent.find(key)) {
     ++k.hits;
     return jit::run_variant(*last, args);
+  }
+  if (k.options.policy == Policy::kBucketed && k.options.promote_after > 0 && !dynamic &&
+      !k.jit->options.tiered) {
+    if (std::shared_ptr<Variant> v = promoted_variant(state, args)) {
+      return jit::run_variant(*v, args);
+    }
   }
   const Lookup lookup{.count_hit = true, .tiered = k.jit->options.tiered, .check_capture = k.cuda};
   return jit::run_variant(*find_variant(state, args, key, dynamic, lookup), args);

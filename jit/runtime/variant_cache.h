@@ -241,9 +241,14 @@ class RecentVariants {
     return true;
   }
 
-  // Counts a call of the calling thread (which has a slot) that ran a promoted exact variant.
-  [[gnu::always_inline]] void count_promoted_call() {
+  // Counts a call of the calling thread (which has a slot) that ran a promoted exact variant
+  // with shape `shape`: it is part of the thread's runs (count_run) as any other.
+  [[gnu::always_inline]] void count_promoted_call(uint64_t shape) {
     Slot& slot = slots_[ThreadSlots::mine()];
+    if (slot.run_shape != shape) {
+      slot.run_shape = shape;
+      slot.run_length = 0;
+    }
     slot.promoted_calls.store(slot.promoted_calls.load(std::memory_order_relaxed) + 1,
                               std::memory_order_relaxed);
   }

@@ -138,11 +138,14 @@ TEST(Benchmark, TimesOnlyCachedCalls) {
   EXPECT_EQ(k.stats().misses, 1u);
 }
 
-// Under kBucketed the warm-up calls promote the shape to its exact variant
-// (KernelOptions::promote_after), which every timed call runs; no timed call compiles.
+// Under kBucketed a shape's calls run its exact variant once it is promoted: the warm-up calls
+// reach KernelOptions::promote_after, so that every timed call runs it (here a second shape of
+// the bucket, whose first call takes the bucket's variant); no timed call compiles.
 TEST(Benchmark, BucketedWarmUpPromotesTheShape) {
   Jit jit;
   Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed});
+  Pair first(2048);
+  k(first.a, first.b, 1.0f);  // the kernel's first shape: its own exact variant
   Pair p(1024);
   BenchOptions o;
   o.warmup_ms = 0;  // the count alone decides the warm-up calls
@@ -151,10 +154,10 @@ TEST(Benchmark, BucketedWarmUpPromotesTheShape) {
   BenchResult r = k.benchmark(p.a, p.b, 2.0f, o);
   p.expect_scaled(2.0f);
   KernelStats s = k.stats();
-  EXPECT_EQ(s.promotions, 1u);
-  EXPECT_EQ(s.misses, 2u);
-  ASSERT_EQ(s.reasons.size(), 2u);
-  EXPECT_EQ(s.reasons[1], "n: bucket 16k (a larger multiple of 16) -> 1024");
+  EXPECT_EQ(s.promotions, 2u);
+  EXPECT_EQ(s.misses, 3u);
+  ASSERT_EQ(s.reasons.size(), 3u);
+  EXPECT_EQ(s.reasons[2], "n: bucket 16k (a larger multiple of 16) -> 1024");
   EXPECT_GE(r.warmup_calls, int64_t{KernelOptions{}.promote_after});
   EXPECT_EQ(s.promoted_calls, static_cast<uint64_t>(r.device.count));
 }

@@ -1,6 +1,7 @@
 // Policy::kBucketed: dimensions up to bucket_limit keyed on their value, larger ones on their
 // divisibility by 16, data on 16-byte alignment; the variant of a bucket serves every shape in
-// it and never one outside it; prewarm and compile_async key like calls.
+// it and never one outside it; prewarm and compile_async key like calls. (The tests of the
+// buckets alone set promote_after = 0: no exact variant for the first or a hot shape.)
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -40,7 +41,8 @@ bool call_compiles(Kernel& k, int64_t n) {
 
 TEST(Bucketed, BoundariesAroundSixteen) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
-  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .bucket_limit = 16});
+  Kernel k = jit.kernel(scale_function(),
+                        {.policy = Policy::kBucketed, .bucket_limit = 16, .promote_after = 0});
   EXPECT_TRUE(call_compiles(k, 15));   // small: its value
   EXPECT_TRUE(call_compiles(k, 16));   // still small (the limit itself)
   EXPECT_TRUE(call_compiles(k, 17));   // above: not a multiple of 16
@@ -67,7 +69,8 @@ TEST(Bucketed, BoundariesAroundSixteen) {
 
 TEST(Bucketed, OneIsItsOwnBucketWithTheSmallestLimit) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
-  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .bucket_limit = 1});
+  Kernel k = jit.kernel(scale_function(),
+                        {.policy = Policy::kBucketed, .bucket_limit = 1, .promote_after = 0});
   EXPECT_TRUE(call_compiles(k, 1));
   EXPECT_TRUE(call_compiles(k, 2));   // not a multiple of 16
   EXPECT_FALSE(call_compiles(k, 3));  // same bucket
@@ -85,7 +88,7 @@ TEST(Bucketed, OneIsItsOwnBucketWithTheSmallestLimit) {
 // of computing a wrong result. The other bucket's variant asserts n % 16 != 0.
 TEST(Bucketed, MultipleOfSixteenVariantNeverRunsAnotherLength) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
-  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed});
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 0});
   std::string divisible = print(k.lowered(scale_signature(64)));
   std::string other = print(k.lowered(scale_signature(65)));
   EXPECT_NE(divisible.find("is a multiple of 16 in this variant"), std::string::npos) << divisible;
@@ -109,7 +112,7 @@ TEST(Bucketed, MultipleOfSixteenVariantNeverRunsAnotherLength) {
 // Data 16-byte aligned or not are different keys (the tensor's own memory is aligned).
 TEST(Bucketed, KeysDataAlignment) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
-  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed});
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 0});
   Tensor a = Tensor::zeros({36}, DataType::Float(32));
   Tensor b = Tensor::zeros({36}, DataType::Float(32));
   for (int i = 0; i < 36; ++i) a.data<float>()[i] = static_cast<float>(i);
@@ -137,7 +140,7 @@ TEST(Bucketed, KeysDataAlignment) {
 // Prewarm and compile_async key with the policy: a prewarmed bucket serves every shape in it.
 TEST(Bucketed, PrewarmedBucketServesEveryShapeInIt) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
-  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed});
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 0});
   k.prewarm({scale_signature(64), scale_signature(8)});
   k.compile_async(scale_signature(100)).get();
   EXPECT_EQ(k.stats().misses, 3u);
@@ -159,60 +162,72 @@ void call_repeatedly(Kernel& k, int64_t n, int times) {
   }
 }
 
-// KernelOptions::promote_after: a shape called that many times in a row gets its own variant
-// (every dimension compiled in), which its later calls run; other shapes of its bucket keep
-// the bucket's variant.
+// KernelOptions::promote_after: the kernel's first shape gets its exact variant at once (a
+// program with one shape compiles what kExact would), and a shape called promote_after times
+// in a row on its bucket's variant gets its own later; their calls run those variants, other
+// shapes of their bucket the bucket's.
 TEST(Bucketed, AHotShapeGetsItsOwnVariant) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
   Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 8});
-  call_repeatedly(k, 100, 8);  // the first call compiles the bucket, the next 7 are a run of 7
+  call_repeatedly(k, 116, 5);  // the first shape: its exact variant, then its fast calls
   KernelStats s = k.stats();
   EXPECT_EQ(s.misses, 1u);
-  EXPECT_EQ(s.promotions, 0u);
-  call_repeatedly(k, 100, 1);  // the eighth in a row: promoted after it ran
+  EXPECT_EQ(s.promotions, 1u);
+  EXPECT_EQ(s.promoted_calls, 4u);
+  call_repeatedly(k, 100, 8);  // its bucket's variant, then a run of 7
   s = k.stats();
   EXPECT_EQ(s.misses, 2u);
   EXPECT_EQ(s.promotions, 1u);
-  EXPECT_EQ(s.promoted_calls, 0u);
-  ASSERT_EQ(s.reasons.size(), 2u);
-  EXPECT_NE(s.reasons[1].find("n: bucket n (larger, not a multiple of 16) -> 100"),
+  call_repeatedly(k, 100, 1);  // the eighth in a row: promoted after it ran
+  s = k.stats();
+  EXPECT_EQ(s.misses, 3u);
+  EXPECT_EQ(s.promotions, 2u);
+  ASSERT_EQ(s.reasons.size(), 3u);
+  EXPECT_EQ(s.reasons[0], "first call");
+  EXPECT_NE(s.reasons[1].find("n: 116 -> bucket n (larger, not a multiple of 16)"),
             std::string::npos)
       << s.reasons[1];
+  EXPECT_NE(s.reasons[2].find("n: bucket n (larger, not a multiple of 16) -> 100"),
+            std::string::npos)
+      << s.reasons[2];
   call_repeatedly(k, 100, 20);
   s = k.stats();
-  EXPECT_EQ(s.promoted_calls, 20u);
-  EXPECT_EQ(s.misses, 2u);
-  // The same bucket, another shape: the bucket's variant, not the promoted one.
-  call_repeatedly(k, 116, 3);
+  EXPECT_EQ(s.promoted_calls, 24u);
+  EXPECT_EQ(s.misses, 3u);
+  // The same bucket, another shape: the bucket's variant, not a promoted one.
+  call_repeatedly(k, 132, 3);
   s = k.stats();
-  EXPECT_EQ(s.misses, 2u);
-  EXPECT_EQ(s.promoted_calls, 20u);
+  EXPECT_EQ(s.misses, 3u);
+  EXPECT_EQ(s.promoted_calls, 24u);
   // A shape whose dimensions are all at most the limit is exact already: nothing to promote.
   call_repeatedly(k, 12, 30);
-  EXPECT_EQ(k.stats().promotions, 1u);
-  EXPECT_EQ(k.stats().misses, 3u);
+  EXPECT_EQ(k.stats().promotions, 2u);
+  EXPECT_EQ(k.stats().misses, 4u);
 }
 
-// The promoted variant has every dimension compiled in: its lowering (PRIMJIT_DUMP_IR) has n =
-// 100 where the bucket's variant keeps n, with the bucket's fact asserted.
+// The promoted variants have every dimension compiled in: their lowering (PRIMJIT_DUMP_IR) has
+// n = 116 and n = 100 where the bucket's variant keeps n, with the bucket's fact asserted.
 TEST(Bucketed, APromotedVariantHasEveryDimensionCompiledIn) {
   test::TempDir dir("primjit_promoted_dump");
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
   Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 4});
   setenv("PRIMJIT_DUMP_IR", dir.str().c_str(), 1);
-  call_repeatedly(k, 100, 6);
+  call_repeatedly(k, 116, 1);  // v0: the first shape's exact variant
+  call_repeatedly(k, 100, 6);  // v1: the bucket's; v2: n = 100's, promoted
   unsetenv("PRIMJIT_DUMP_IR");
-  ASSERT_EQ(k.stats().promotions, 1u);
+  ASSERT_EQ(k.stats().promotions, 2u);
   auto read = [&](const std::string& variant) {
     std::ifstream in(dir.path() / variant / "00_input.tir");
     return std::string(std::istreambuf_iterator<char>(in), {});
   };
-  const std::string bucket = read("scale.v0"), exact = read("scale.v1");
+  const std::string first = read("scale.v0"), bucket = read("scale.v1"), hot = read("scale.v2");
   EXPECT_NE(bucket.find("n is not a multiple of 16 in this variant"), std::string::npos) << bucket;
   EXPECT_NE(bucket.find("n = T.int32()"), std::string::npos) << bucket;
-  EXPECT_EQ(exact.find("multiple of 16"), std::string::npos) << exact;
-  EXPECT_NE(exact.find("100"), std::string::npos) << exact;
-  EXPECT_EQ(exact.find("n = T.int32()"), std::string::npos) << exact;
+  for (const auto& [text, n] : {std::pair{first, "116"}, std::pair{hot, "100"}}) {
+    EXPECT_EQ(text.find("multiple of 16"), std::string::npos) << text;
+    EXPECT_NE(text.find(n), std::string::npos) << text;
+    EXPECT_EQ(text.find("n = T.int32()"), std::string::npos) << text;
+  }
 }
 
 TEST(Bucketed, AlternatingShapesAreNotPromoted) {
@@ -223,8 +238,8 @@ TEST(Bucketed, AlternatingShapesAreNotPromoted) {
     call_repeatedly(k, 116, 1);
   }
   KernelStats s = k.stats();
-  EXPECT_EQ(s.misses, 1u);
-  EXPECT_EQ(s.promotions, 0u);
+  EXPECT_EQ(s.misses, 2u);      // n = 100's exact variant (the first shape), the bucket's
+  EXPECT_EQ(s.promotions, 1u);  // the first shape only
   Kernel never = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 0});
   call_repeatedly(never, 100, 300);
   EXPECT_EQ(never.stats().promotions, 0u);
@@ -239,14 +254,15 @@ TEST(Bucketed, PromotionsStayWithinTheRecompileLimit) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
   Kernel k = jit.kernel(scale_function(),
                         {.policy = Policy::kBucketed, .promote_after = 2, .recompile_limit = 2});
-  call_repeatedly(k, 100, 10);
-  EXPECT_EQ(k.stats().promotions, 0u);
-  EXPECT_EQ(k.stats().misses, 1u);
+  call_repeatedly(k, 116, 1);   // the first shape's exact variant: 1 key
+  call_repeatedly(k, 100, 10);  // the bucket's: 2 keys, none left to promote n = 100
+  EXPECT_EQ(k.stats().promotions, 1u);
+  EXPECT_EQ(k.stats().misses, 2u);
   Jit other(JitOptions{.disk_cache = DiskCacheMode::kDisabled});  // its own variants
   Kernel many = other.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 2});
   for (int64_t n = 100; n < 100 + 16 * 12; n += 16) call_repeatedly(many, n, 3);
-  EXPECT_EQ(many.stats().promotions, 8u);
-  EXPECT_EQ(many.stats().misses, 9u);
+  EXPECT_EQ(many.stats().promotions, 8u);  // the first shape and seven hot ones
+  EXPECT_EQ(many.stats().misses, 9u);      // and the bucket's variant
 }
 
 // Under JitOptions::tiered the promoted shape's variant compiles in the background; its calls
@@ -266,7 +282,8 @@ TEST(Bucketed, TieredPromotionCompilesInTheBackground) {
   EXPECT_GE(s.switch_overs, 1u);
 }
 
-// Threads calling one hot shape at once promote it once, and every result is right.
+// Threads calling one hot shape at once run its exact variant, made once, and every result is
+// right.
 TEST(JitBucketed, ConcurrentCallersPromoteAHotShapeOnce) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
   Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 16});
@@ -277,9 +294,9 @@ TEST(JitBucketed, ConcurrentCallersPromoteAHotShapeOnce) {
   }
   for (std::thread& t : threads) t.join();
   KernelStats s = k.stats();
-  EXPECT_EQ(s.promotions, 1u);
-  EXPECT_EQ(s.misses, 2u);
-  EXPECT_GT(s.promoted_calls, 0u);
+  EXPECT_EQ(s.promotions, 1u);  // the first shape
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.promoted_calls, 1200u);
 }
 
 }  // namespace
