@@ -65,12 +65,15 @@ struct KernelOptions {
   /// kBucketed: dimensions up to this value are compiled in (at least 1: a dimension of 1 is
   /// always its own bucket); larger ones are keyed on their divisibility by 16.
   int64_t bucket_limit = 16;
-  /// kBucketed: a shape that one thread calls this many times in a row on its bucket's variant
-  /// gets a variant of its own with every dimension compiled in, as kExact would make it (in
-  /// the call that reaches the count; in the background under JitOptions::tiered), and its
-  /// later calls run that; so does the kernel's first shape, at once (not under tiered, whose
-  /// first call makes the generic variant). Up to 8 shapes per kernel; never when it would
-  /// reach recompile_limit. 0: never (every shape runs its bucket's variant).
+  /// kBucketed: a shape whose calls by one thread reach this many in a row on its bucket's
+  /// variant (calls from the cached path) gets a variant of its own with every dimension
+  /// compiled in, as kExact would make it (after the call that reaches the count; in the
+  /// background under JitOptions::tiered), and its later calls run that; so does the kernel's
+  /// first shape, at once (not under tiered, whose first call makes the generic variant).
+  /// Only for calls whose tensors are compact, at offset 0 and 16-byte aligned (others take the
+  /// bucket's variant); no hot shapes on target cuda (their calls may be captured into a CUDA
+  /// graph, where nothing may compile). Up to 8 shapes per kernel; never when it would reach
+  /// recompile_limit. 0: never (every shape runs its bucket's variant).
   int promote_after = 16;
   /// The most distinct argument keys compiled as exact variants (a variant compiled again
   /// after its eviction does not count again).
@@ -123,8 +126,8 @@ struct KernelStats {
   uint64_t tiered_calls = 0;
   uint64_t switch_overs = 0;
   /// kBucketed: the shapes given variants of their own (KernelOptions::promote_after; the
-  /// kernel's first shape among them), and the calls that ran those variants from the cached
-  /// path.
+  /// kernel's first shape among them; a compile that failed counts too), and the calls that ran
+  /// those variants from the cached path.
   uint64_t promotions = 0;
   uint64_t promoted_calls = 0;
   /// Why each variant was made, in order: "first call", "n: 128 -> 130" (a dimension that is a

@@ -14,6 +14,7 @@
 
 #include "jit/cuda/driver.h"
 #include "jit/runtime/call_arguments.h"
+#include "jit/runtime/kernel_state.h"
 #include "primjit/dlpack.h"
 #include "primjit/error.h"
 #include "primjit/jit.h"
@@ -84,14 +85,15 @@ struct Samples {
   std::vector<double> device_ms, host_ms;
 };
 
-// Untimed calls: the first one (it compiles when the variant is not cached), then calls for
-// warmup_ms, at least `min_calls` (under kBucketed, enough for the shape's promotion to its
-// exact variant, which the timed calls then run). `wait` waits for a call's work. Returns the
-// time of one warm-up call.
-template <typename Call, typename Wait>
-double warm_up(const BenchOptions& o, int64_t min_calls, Call&& call, Wait&& wait, int64_t* calls) {
+// Untimed calls: the first one (it compiles when the variant is not cached; `after_first`
+// then runs), then calls for warmup_ms, at least one. `wait` waits for a call's work. Returns
+// the time of one warm-up call.
+template <typename Call, typename AfterFirst, typename Wait>
+double warm_up(const BenchOptions& o, Call&& call, AfterFirst&& after_first, Wait&& wait,
+               int64_t* calls) {
   call();
   wait();
+  after_first();
   Clock::time_point start = Clock::now();
   int64_t n = 0;
   double elapsed = 0;
@@ -100,7 +102,7 @@ double warm_up(const BenchOptions& o, int64_t min_calls, Call&& call, Wait&& wai
     wait();
     ++n;
     elapsed = ms_between(start, Clock::now());
-  } while (elapsed < o.warmup_ms || n < min_calls);
+  } while (elapsed < o.warmup_ms);
   *calls = n + 1;
   return elapsed / static_cast<double>(n);
 }
@@ -311,9 +313,9 @@ BenchResult Kernel::benchmark(std::span<const Arg> args, const BenchOptions& ben
   };
 
   int64_t warmup_calls = 0;
-  const int64_t min_warmup =
-      options().policy == Policy::kBucketed ? int64_t{options().promote_after} : 1;
-  double estimate_ms = warm_up(bench_options, min_warmup, call_once, wait, &warmup_calls);
+  // kBucketed: the timed calls run the shape's exact variant, as a hot shape's calls would.
+  auto promote = [&] { jit::promote_shape(state_, args); };
+  double estimate_ms = warm_up(bench_options, call_once, promote, wait, &warmup_calls);
   int reps = repetitions(bench_options, estimate_ms);
   // Variants made (compiled or loaded from disk) before the timed calls.
   auto made = [this] {

@@ -367,10 +367,11 @@ Lookup retry_in_call(Lookup lookup) {
 // JitOptions::tiered: the generic variant (the kDynamic one for the call's dtypes, ranks and
 // layout, key `generic_key`), compiled now if it is not in memory. The call counts as tiered.
 std::shared_ptr<Variant> generic_variant(const std::shared_ptr<Kernel::State>& state,
-                                         std::span<const Arg> args, const KeyBuffer& generic_key) {
+                                         std::span<const Arg> args, const KeyBuffer& generic_key,
+                                         bool count) {
   std::shared_ptr<Variant> v = find_variant(state, args, generic_key, /*dynamic=*/true,
                                             {.check_capture = state->cuda, .generic = true});
-  ++state->tiered_hits;
+  if (count) ++state->tiered_hits;
   return v;
 }
 
@@ -379,9 +380,9 @@ std::shared_ptr<Variant> generic_variant(const std::shared_ptr<Kernel::State>& s
 // own variants as without JitOptions::tiered.
 std::shared_ptr<Variant> try_generic_variant(const std::shared_ptr<Kernel::State>& state,
                                              std::span<const Arg> args,
-                                             const KeyBuffer& generic_key) {
+                                             const KeyBuffer& generic_key, bool count = true) {
   try {
-    return generic_variant(state, args, generic_key);
+    return generic_variant(state, args, generic_key, count);
   } catch (const Error& e) {
     if (state->cuda) check_not_capturing(*state);  // that error is the one to give
     if (!state->no_generic.exchange(true)) {
@@ -493,7 +494,9 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
       std::shared_ptr<Variant> v =
           lookup.tiered ? finished_variant(*entry) : nullptr;  // tiered: only a ready one
       if (lookup.tiered && v == nullptr) {
-        if (std::shared_ptr<Variant> g = try_generic_variant(state, args, generic_key)) return g;
+        if (std::shared_ptr<Variant> g =
+                try_generic_variant(state, args, generic_key, lookup.count_hit))
+          return g;
       }
       if (v == nullptr) v = wait_for_variant(jit, hash, entry, lookup);
       if (v == nullptr) return find_variant(state, args, key, dynamic, retry_in_call(lookup));
@@ -512,7 +515,9 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
   jit::BackgroundCompiles::Admission admission;
   if (lookup.tiered && !place.take(*jit.background, &admission)) {
     if (admission == jit::BackgroundCompiles::Admission::kFull) {
-      if (std::shared_ptr<Variant> g = try_generic_variant(state, args, generic_key)) return g;
+      if (std::shared_ptr<Variant> g =
+              try_generic_variant(state, args, generic_key, lookup.count_hit))
+        return g;
     }
     lookup.tiered = false;
   }
@@ -566,7 +571,9 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
                       << (lookup.tiered ? " in the background" : "");
     if (lookup.tiered) {
       make_in_background(place, state, args, s, entry, std::move(promise), reason, reason_index);
-      if (std::shared_ptr<Variant> g = try_generic_variant(state, args, generic_key)) return g;
+      if (std::shared_ptr<Variant> g =
+              try_generic_variant(state, args, generic_key, lookup.count_hit))
+        return g;
     } else {
       make_entry_variant(state, args, s, entry, promise, reason, reason_index,
                          /*keep_failed=*/false);
@@ -574,7 +581,9 @@ std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& stat
   } else {
     place.reset();
     if (lookup.tiered && finished_variant(*entry) == nullptr) {
-      if (std::shared_ptr<Variant> g = try_generic_variant(state, args, generic_key)) return g;
+      if (std::shared_ptr<Variant> g =
+              try_generic_variant(state, args, generic_key, lookup.count_hit))
+        return g;
     }
   }
   // (Tiered calls come here when the kernel has no generic variant: they wait, as untiered.)
@@ -604,14 +613,27 @@ uint64_t shape_of(const Kernel::State& k, std::span<const Arg> args) {
   return bucketed ? h | 1 : 0;
 }
 
+// Whether every tensor of the call (checked arguments) is compact, at byte_offset 0 and 16-byte
+// aligned: the calls promotions serve (a promoted shape's exact variant is made for that
+// layout; strided, offset or unaligned calls of the shape keep taking their bucket's variant,
+// whose layout is symbolic, rather than make a variant per layout).
+bool plain_layout(const Kernel::State& k, std::span<const Arg> args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!k.params[i].buffer.defined()) continue;
+    const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
+    if (t->byte_offset != 0 || !is_compact(*t) || (jit::data_address(*t) & 15) != 0) return false;
+  }
+  return true;
+}
+
 // Makes `shape` a promoted shape of the kernel (under its mutex); its index, or -1 where the
 // kernel has its 8 already, fell back to its dynamic variant or would reach its recompile
 // limit. `first_key`: only while the kernel has made no variant and promoted nothing.
 int register_promotion(Kernel::State& k, uint64_t shape, bool first_key) {
   std::lock_guard<std::mutex> lock(k.mutex);
+  if (int index = k.promotion_of(shape); index >= 0) return index;
   const int n = k.promoted_count.load(std::memory_order_relaxed);
   if (first_key && (n != 0 || k.history.distinct_keys() != 0)) return -1;
-  if (int index = k.promotion_of(shape); index >= 0) return index;
   if (n == Kernel::State::kMaxPromotions || k.fell_back.load() ||
       static_cast<int>(k.history.distinct_keys()) + 1 >= k.options.recompile_limit) {
     return -1;
@@ -637,10 +659,14 @@ KeyBuffer exact_key(const Kernel::State& k, std::span<const Arg> args) {
 [[gnu::noinline, gnu::cold]] void promote(const std::shared_ptr<Kernel::State>& state,
                                           std::span<const Arg> args, uint64_t shape) {
   Kernel::State& k = *state;
+  // Not for CUDA kernels: their calls may be recorded into a CUDA graph, where nothing may be
+  // compiled or loaded, after an untouched first call or a prewarm.
+  if (k.cuda) return;
   int index = -1;
   try {
     jit::check_arguments(k, args);
     jit::check_argument_memory(k.memory, k.name, k.params, args, k.target);
+    if (!plain_layout(k, args)) return;
     const bool known = k.promotion_of(shape) >= 0;
     index = register_promotion(k, shape, /*first_key=*/false);
     if (index < 0) return;
@@ -660,6 +686,20 @@ KeyBuffer exact_key(const Kernel::State& k, std::span<const Arg> args) {
   }
 }
 
+}  // namespace
+
+void jit::promote_shape(const std::shared_ptr<Kernel::State>& state, std::span<const Arg> args) {
+  Kernel::State& k = *state;
+  if (k.options.policy != Policy::kBucketed || k.options.promote_after == 0 ||
+      k.jit->options.tiered || k.fell_back.load()) {
+    return;
+  }
+  jit::check_arguments(k, args);
+  if (const uint64_t shape = shape_of(k, args); shape != 0) promote(state, args, shape);
+}
+
+namespace {
+
 // kBucketed, a call that missed the cached path (not tiered): a promoted shape's call takes its
 // exact variant (waiting for it while another thread compiles it), and the kernel's first call
 // compiles its shape's exact variant, as a promoted shape, rather than its bucket's: a program
@@ -669,7 +709,7 @@ KeyBuffer exact_key(const Kernel::State& k, std::span<const Arg> args) {
     const std::shared_ptr<Kernel::State>& state, std::span<const Arg> args) {
   Kernel::State& k = *state;
   const uint64_t shape = shape_of(k, args);
-  if (shape == 0) return nullptr;
+  if (shape == 0 || !plain_layout(k, args)) return nullptr;
   int index = k.promotion_of(shape);
   if (index < 0) index = register_promotion(k, shape, /*first_key=*/true);
   if (index < 0 || (k.promotion_failed.load(std::memory_order_relaxed) >> index & 1)) {

@@ -132,5 +132,9 @@ std::shared_ptr<Variant> variant_for_call(const std::shared_ptr<Kernel::State>& 
                                           std::span<const Arg> args, const KeyBuffer& key,
                                           bool dynamic);
 
+/// kBucketed (not tiered): promotes the shape of a call with `args` now, as promote_after calls
+/// in a row would (Kernel::benchmark, before its timed calls); nothing under other policies.
+void promote_shape(const std::shared_ptr<Kernel::State>& state, std::span<const Arg> args);
+
 }  // namespace jit
 }  // namespace primjit

@@ -282,21 +282,58 @@ TEST(Bucketed, TieredPromotionCompilesInTheBackground) {
   EXPECT_GE(s.switch_overs, 1u);
 }
 
-// Threads calling one hot shape at once run its exact variant, made once, and every result is
-// right.
+// Threads calling one hot shape at once (not the kernel's first) promote it once, and every
+// result is right.
 TEST(JitBucketed, ConcurrentCallersPromoteAHotShapeOnce) {
   Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
   Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 16});
-  call_repeatedly(k, 200, 1);
+  call_repeatedly(k, 300, 1);  // the first shape (300 % 16 = 12): its exact variant
+  call_repeatedly(k, 200, 1);  // 200 % 16 = 8, the same bucket: the bucket's variant
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] { call_repeatedly(k, 200, 300); });
   }
   for (std::thread& t : threads) t.join();
   KernelStats s = k.stats();
-  EXPECT_EQ(s.promotions, 1u);  // the first shape
-  EXPECT_EQ(s.misses, 1u);
-  EXPECT_EQ(s.promoted_calls, 1200u);
+  EXPECT_EQ(s.promotions, 2u);
+  EXPECT_EQ(s.misses, 3u);
+  EXPECT_GT(s.promoted_calls, 0u);
+}
+
+// Strided, offset or unaligned calls of a promoted shape take the bucket's variant (whose layout
+// is symbolic): one variant for all of them, not one per layout.
+TEST(Bucketed, OtherLayoutsOfAPromotedShapeTakeTheBucket) {
+  Jit jit(JitOptions{.disk_cache = DiskCacheMode::kDisabled});
+  Kernel k = jit.kernel(scale_function(), {.policy = Policy::kBucketed, .promote_after = 2});
+  call_repeatedly(k, 100, 3);  // the first shape: promoted, compact and aligned
+  ASSERT_EQ(k.stats().misses, 1u);
+  Tensor a = Tensor::zeros({500}, DataType::Float(32)),
+         b = Tensor::zeros({500}, DataType::Float(32));
+  for (int i = 0; i < 500; ++i) a.data<float>()[i] = static_cast<float>(i);
+  int64_t shape[1] = {100};
+  for (int64_t stride : {2, 3, 4}) {
+    for (int rep = 0; rep < 5; ++rep) {
+      DLTensor da = *a.dl(), db = *b.dl();
+      int64_t strides[1] = {stride};
+      da.shape = db.shape = shape;
+      da.strides = db.strides = strides;
+      k(&da, &db, 2.0f);
+      for (int64_t i = 0; i < 100; ++i) {
+        ASSERT_EQ(b.data<float>()[i * stride], 2.0f * static_cast<float>(i * stride)) << stride;
+      }
+    }
+  }
+  for (int rep = 0; rep < 5; ++rep) {  // one float further: not 16-byte aligned
+    DLTensor da = *a.dl(), db = *b.dl();
+    da.shape = db.shape = shape;
+    da.data = a.data<float>() + 1;
+    db.data = b.data<float>() + 1;
+    k(&da, &db, 3.0f);
+    for (int64_t i = 0; i < 100; ++i) ASSERT_EQ(b.data<float>()[1 + i], 3.0f * (i + 1));
+  }
+  KernelStats s = k.stats();
+  EXPECT_EQ(s.promotions, 1u);
+  EXPECT_LE(s.misses, 3u) << "the first shape's variant, the bucket's strided and unaligned ones";
 }
 
 }  // namespace

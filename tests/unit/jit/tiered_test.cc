@@ -268,6 +268,8 @@ TEST(Tiered, WithoutAGenericVariantCallsWaitForTheirOwn) {
       ASSERT_EQ(v.b.data<float>()[i], v.a.data<float>()[i] * 2 + 1) << n;
     }
   }
+  // The background thread counts its switch-over just after the waiting call got the variant.
+  wait_for_switch_overs(k, 1);
   KernelStats st = k.stats();
   EXPECT_EQ(st.tiered_calls, 0u);
   EXPECT_EQ(st.switch_overs, 1u);
