@@ -15,6 +15,7 @@
 #include "jit/cuda/driver.h"
 #include "jit/runtime/call_arguments.h"
 #include "jit/runtime/kernel_state.h"
+#include "jit/runtime/promotion.h"
 #include "primjit/dlpack.h"
 #include "primjit/error.h"
 #include "primjit/jit.h"

@@ -1,28 +1,27 @@
 // The public JIT API (primjit/jit.h) over the runtime's parts: a call's path through the
-// kernel's recent variants, the Jit's cache, the specialization policy and a compile
-// (single flight), and statistics; compiles ahead of calls (prewarm, compile_async, compiled)
+// kernel's recent variants (the cached path, here so that it inlines into Kernel::call), then
+// the Jit's cache and a compile (variant_lookup.h), kBucketed's promoted shapes
+// (promotion.h), and statistics; compiles ahead of calls (prewarm, compile_async, compiled)
 // are in kernel_signatures.cc. See kernel_state.h for the parts.
 #include "primjit/jit.h"
 
 #include <algorithm>
 #include <cstring>
-#include <future>
-#include <map>
 #include <mutex>
 #include <sstream>
-#include <thread>
 #include <utility>
 
 #include "ir/hash_mix.h"
 #include "jit/cuda/driver.h"
-#include "jit/runtime/background_compile.h"
 #include "jit/runtime/build_id.h"
 #include "jit/runtime/cache_tiers.h"
 #include "jit/runtime/call_arguments.h"
 #include "jit/runtime/compile_variant.h"
 #include "jit/runtime/kernel_state.h"
 #include "jit/runtime/prepared_call.h"
+#include "jit/runtime/promotion.h"
 #include "jit/runtime/specialization_policy.h"
+#include "jit/runtime/variant_lookup.h"
 #include "primjit/error.h"
 #include "primjit/ir/structural.h"
 #include "primjit/log.h"
@@ -31,7 +30,9 @@
 namespace primjit {
 
 using jit::Entry;
+using jit::find_variant;
 using jit::KeyBuffer;
+using jit::Lookup;
 using jit::Outcome;
 using jit::Source;
 using jit::Variant;
@@ -162,11 +163,6 @@ namespace {
 
 // The cached-call path is here, in one translation unit with Kernel::call, so that it
 // inlines into it.
-// One extent into a call's shape hash (fast_key, shape_of).
-inline uint64_t mix_extent(uint64_t h, int64_t extent) {
-  return (h ^ static_cast<uint64_t>(extent)) * 0x100000001b3ull + 1;
-}
-
 // The key of a call whose arguments pass the cheap checks of a cached call, as build_key makes
 // it; false when anything is unusual (the full checks then run and name the problem). What the
 // cheap checks leave out, the key's equality with an earlier, fully checked call's key implies
@@ -232,7 +228,7 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
         key->push_inline(entry);
         if (bucket >= 0) {
           if (exact != nullptr) exact->push_inline(extent);
-          extents_hash = mix_extent(extents_hash, extent);
+          extents_hash = jit::mix_extent(extents_hash, extent);
         }
         if (!jit::is_bucket(entry)) continue;
         bucketed = true;
@@ -273,457 +269,6 @@ bool fast_key(const Kernel::State& k, std::span<const Arg> args, jit::KeyBuffer*
   return true;
 }
 
-// A failed compile counts as a miss but is not cached: the next call with the key compiles
-// again. Its reason stays, marked with `suffix`; its key no longer counts toward the recompile
-// limit. `keep_entry` (a background compile of a tiered kernel) leaves the failed entry in the
-// cache instead while there is room (it is evicted before any variant, so that failures of
-// ever new keys neither fill the map nor push out working variants): tiered calls with its key
-// then run the generic variant and do not compile it again; a lookup that waits for its
-// variant drops it and compiles (see wait_for_variant). The entry's future is set already;
-// the counters move last, once the cache and the history say what they count.
-void forget_failed_compile(Jit::State& jit, Kernel::State& k, uint64_t hash,
-                           const std::shared_ptr<Entry>& entry, const std::vector<int64_t>& key,
-                           uint64_t reason_index, bool keep_entry,
-                           const char* suffix = " (failed)") {
-  if (keep_entry) {
-    {
-      // Only while the map still holds it: a waiting lookup may have dropped it and cached a
-      // new entry under the hash since the future was set (lock order as in evict_if_needed).
-      std::lock_guard<std::mutex> lock(jit.cache.lru_mutex);
-      jit::VariantCache::Map::const_accessor acc;
-      if (jit.cache.map.find(acc, hash) && acc->second == entry) jit.cache.lru[hash] = entry;
-    }
-    jit.cache.evict_if_needed(jit.options.cache_capacity);
-  } else {
-    jit.cache.forget(hash, entry);
-  }
-  {
-    std::lock_guard<std::mutex> lock(k.mutex);
-    k.history.forget_failed(key, hash, reason_index, suffix);
-  }
-  ++k.misses;
-  ++k.failed;
-}
-
-// Compiling or loading code while the call's stream captures a CUDA graph would break the
-// capture (the driver forbids module loads then): say what to do instead.
-void check_not_capturing(const Kernel::State& k) {
-  auto* stream = static_cast<CUstream_st*>(jit::t_call_context.stream);
-  jit::CudaDriver* driver = jit::CudaDriver::try_get();
-  if (driver == nullptr || driver->device_count() == 0) return;  // the compile says why
-  PRIMJIT_USER_CHECK(!driver->is_capturing(stream))
-      << "kernel '" << k.name << "': this call would compile or load a variant while its stream "
-      << "is capturing a CUDA graph, which the driver forbids. Call the kernel once with these "
-      << "argument shapes before cuStreamBeginCapture, or compile the variant first with "
-      << "Kernel::prewarm";
-}
-
-void count_source(Kernel::State& k, Source source) {
-  ++(source == Source::kDisk ? k.disk_hits : source == Source::kRemote ? k.remote_hits : k.misses);
-}
-
-// How find_variant treats what it finds and makes.
-struct Lookup {
-  bool count_hit = false;      // a call: a found variant counts as a hit and becomes a recent one
-  bool tiered = false;         // JitOptions::tiered: a variant not ready yet is not waited for
-  bool check_capture = false;  // a CUDA call: refuse to compile while its stream captures
-  bool generic = false;        // the generic variant of a tiered call (its reason says so)
-  bool retried = false;        // compiles in the call after a background failure was dropped
-};
-
-std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& state,
-                                      std::span<const Arg> args, const KeyBuffer& key, bool dynamic,
-                                      Lookup lookup);
-
-// The variant of an entry whose compile has finished and succeeded; null while it runs and
-// after it failed.
-std::shared_ptr<Variant> finished_variant(const Entry& entry) {
-  if (entry.future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
-  return entry.future.get().variant;
-}
-
-// The variant of `entry` (key hash `hash`), waiting for its compile; throws the compile's error.
-// A lookup that waits is not answered by a background compile's failure, which may be old and
-// transient, nor by its cancellation: the entry is dropped and null returned, and the caller
-// compiles the variant itself (once: lookup.retried), so that it gets the variant or the error
-// of a compile of its own.
-std::shared_ptr<Variant> wait_for_variant(Jit::State& jit, uint64_t hash,
-                                          const std::shared_ptr<Entry>& entry,
-                                          const Lookup& lookup) {
-  if (entry->background && !lookup.retried && entry->future.get().variant == nullptr) {
-    jit.cache.forget(hash, entry);
-    return nullptr;
-  }
-  return jit::variant_of(*entry);
-}
-
-// The lookup that compiles in the calling thread after wait_for_variant dropped an entry.
-Lookup retry_in_call(Lookup lookup) {
-  lookup.tiered = false;
-  lookup.retried = true;
-  return lookup;
-}
-
-// JitOptions::tiered: the generic variant (the kDynamic one for the call's dtypes, ranks and
-// layout, key `generic_key`), compiled now if it is not in memory. The call counts as tiered.
-std::shared_ptr<Variant> generic_variant(const std::shared_ptr<Kernel::State>& state,
-                                         std::span<const Arg> args, const KeyBuffer& generic_key,
-                                         bool count) {
-  std::shared_ptr<Variant> v = find_variant(state, args, generic_key, /*dynamic=*/true,
-                                            {.check_capture = state->cuda, .generic = true});
-  if (count) ++state->tiered_hits;
-  return v;
-}
-
-// The generic variant for a tiered call, or null when it does not compile (a function whose
-// host code needs constant shapes): the kernel then stops tiering, and its calls wait for their
-// own variants as without JitOptions::tiered.
-std::shared_ptr<Variant> try_generic_variant(const std::shared_ptr<Kernel::State>& state,
-                                             std::span<const Arg> args,
-                                             const KeyBuffer& generic_key, bool count = true) {
-  try {
-    return generic_variant(state, args, generic_key, count);
-  } catch (const Error& e) {
-    if (state->cuda) check_not_capturing(*state);  // that error is the one to give
-    if (!state->no_generic.exchange(true)) {
-      PRIMJIT_LOG_INFO << "kernel '" << state->name << "': its generic variant does not compile, "
-                       << "so calls wait for their own variants (no tiered compilation): "
-                       << e.what();
-    }
-    return nullptr;
-  }
-}
-
-// Makes the variant of `entry`, which this thread inserted (single flight): compiles or loads
-// it and gives it to the entry's waiters and the LRU. A failure is given to the waiters, then
-// thrown; see forget_failed_compile for `keep_failed`.
-std::shared_ptr<Variant> make_entry_variant(const std::shared_ptr<Kernel::State>& state,
-                                            std::span<const Arg> args, const jit::Specialization& s,
-                                            const std::shared_ptr<Entry>& entry,
-                                            std::promise<Outcome>& promise,
-                                            const std::string& reason, uint64_t reason_index,
-                                            bool keep_failed) {
-  Kernel::State& k = *state;
-  Jit::State& jit = *k.jit;
-  std::shared_ptr<Variant> v;
-  try {
-    Source source = Source::kCompiled;
-    v = jit::compile_variant(k, args, s.key, s.dynamic, s.symbolic, reason, &source);
-    v->kernel = state;
-    count_source(k, source);
-    if (source != Source::kCompiled) {
-      std::lock_guard<std::mutex> lock(k.mutex);
-      k.history.mark(reason_index, source == Source::kDisk ? " (disk cache)" : " (remote cache)");
-    }
-    promise.set_value(Outcome{v, ""});
-  } catch (const std::exception& e) {
-    promise.set_value(Outcome{nullptr, e.what()});
-    forget_failed_compile(jit, k, s.hash, entry, s.key, reason_index, keep_failed);
-    throw;
-  } catch (...) {
-    promise.set_value(Outcome{nullptr, "compiling kernel '" + k.name + "' failed"});
-    forget_failed_compile(jit, k, s.hash, entry, s.key, reason_index, keep_failed);
-    throw;
-  }
-  {
-    std::lock_guard<std::mutex> lock(jit.cache.lru_mutex);
-    jit.cache.lru[s.hash] = entry;
-  }
-  jit.cache.evict_if_needed(jit.options.cache_capacity, s.hash);
-  return v;
-}
-
-// JitOptions::tiered: makes the variant of `entry` on a background task, in `place`; calls
-// with its key run the generic variant until it is ready. A failure is logged and stays in the
-// entry. A compile cancelled (its Jit destroyed before it started) takes its entry away: a later
-// call with its key compiles it.
-void make_in_background(jit::BackgroundPlace& place, const std::shared_ptr<Kernel::State>& state,
-                        std::span<const Arg> args, const jit::Specialization& s,
-                        const std::shared_ptr<Entry>& entry, std::promise<Outcome> promise,
-                        const std::string& reason, uint64_t reason_index) {
-  auto owned = std::make_shared<const jit::OwnedArgs>(args);
-  auto shared_promise = std::make_shared<std::promise<Outcome>>(std::move(promise));
-  place.run([state, owned, s, entry, shared_promise, reason, reason_index](bool cancelled) {
-    if (cancelled) {
-      shared_promise->set_value(Outcome{
-          nullptr, "kernel '" + state->name + "': the compile of the variant for " + reason +
-                       " was cancelled because its Jit was destroyed; call again to compile it"});
-      forget_failed_compile(*state->jit, *state, s.hash, entry, s.key, reason_index,
-                            /*keep_entry=*/false, " (cancelled)");
-      return;
-    }
-    try {
-      make_entry_variant(state, owned->args(), s, entry, *shared_promise, reason, reason_index,
-                         /*keep_failed=*/true);
-      ++state->switch_overs;
-      PRIMJIT_LOG_DEBUG << "kernel '" << state->name << "': the variant for " << reason
-                        << " is ready; calls with its key switch to it";
-    } catch (const std::exception& e) {
-      PRIMJIT_LOG_WARNING << "kernel '" << state->name << "': compiling the variant for " << reason
-                          << " in the background failed; calls with its key keep "
-                          << "running the generic variant. " << e.what();
-    }
-  });
-}
-
-// Steps 2-4 of a call after the recent-variant check: the Jit's cache, else a new variant
-// (compiled once however many threads ask; under JitOptions::tiered, in the background while
-// the call runs the generic variant).
-std::shared_ptr<Variant> find_variant(const std::shared_ptr<Kernel::State>& state,
-                                      std::span<const Arg> args, const KeyBuffer& key, bool dynamic,
-                                      Lookup lookup) {
-  Kernel::State& k = *state;
-  // The generic variant's key, when the call is tiered and its key is not that one already.
-  KeyBuffer generic_key;
-  if (lookup.tiered) {
-    jit::build_key(k.params, args, /*dynamic=*/true, {}, &generic_key);
-    lookup.tiered = !dynamic && !k.no_generic.load(std::memory_order_relaxed) &&
-                    !(generic_key.size == key.size &&
-                      std::equal(key.data(), key.data() + key.size, generic_key.data()));
-  }
-  // 2. The Jit's cache.
-  uint64_t hash = key.hash(k.fingerprint);
-  Jit::State& jit = *k.jit;
-  {
-    jit::VariantCache::Map::const_accessor acc;
-    if (jit.cache.map.find(acc, hash) && acc->second->fingerprint == k.fingerprint &&
-        key.equals(acc->second->key)) {
-      std::shared_ptr<Entry> entry = acc->second;
-      acc.release();
-      entry->last_use = 2 * ++jit.cache.clock;
-      std::shared_ptr<Variant> v =
-          lookup.tiered ? finished_variant(*entry) : nullptr;  // tiered: only a ready one
-      if (lookup.tiered && v == nullptr) {
-        if (std::shared_ptr<Variant> g =
-                try_generic_variant(state, args, generic_key, lookup.count_hit))
-          return g;
-      }
-      if (v == nullptr) v = wait_for_variant(jit, hash, entry, lookup);
-      if (v == nullptr) return find_variant(state, args, key, dynamic, retry_in_call(lookup));
-      if (lookup.count_hit) {
-        ++k.hits;
-        k.recent.store(v, state);
-      }
-      return v;
-    }
-  }
-
-  // 3. A miss. Tiered: a place for the background compile first. With none free (a backlog of
-  // kMaxPending compiles), the call runs the generic variant and makes nothing: a later call
-  // with its key compiles it. Once the Jit is destroyed, its kernels compile in the call.
-  jit::BackgroundPlace place;
-  jit::BackgroundCompiles::Admission admission;
-  if (lookup.tiered && !place.take(*jit.background, &admission)) {
-    if (admission == jit::BackgroundCompiles::Admission::kFull) {
-      if (std::shared_ptr<Variant> g =
-              try_generic_variant(state, args, generic_key, lookup.count_hit))
-        return g;
-    }
-    lookup.tiered = false;
-  }
-  // Decide what to compile (kAuto may make dimensions symbolic, the limit may apply).
-  if ((lookup.count_hit || lookup.check_capture) && k.cuda) check_not_capturing(k);
-  jit::Specialization s = jit::specialize_call(k, args, key, dynamic);
-  hash = s.hash;
-  lookup.tiered = lookup.tiered && !s.dynamic && !generic_key.equals(s.key);
-  if (!lookup.tiered) place.reset();
-
-  // 4. Single flight: the thread that inserts the entry compiles, the others wait for it.
-  std::shared_ptr<Entry> entry;
-  std::promise<Outcome> promise;
-  bool owner = false;
-  {
-    jit::VariantCache::Map::accessor acc;
-    if (jit.cache.map.insert(acc, hash)) {
-      acc->second = std::make_shared<Entry>();
-      acc->second->fingerprint = k.fingerprint;
-      acc->second->key = s.key;
-      acc->second->future = promise.get_future().share();
-      acc->second->background = lookup.tiered;
-      owner = true;
-    } else if (acc->second->fingerprint != k.fingerprint || !(acc->second->key == s.key)) {
-      // A 64-bit hash collision with another kernel or key: compile without caching.
-      acc.release();
-      place.reset();
-      Source source = Source::kCompiled;
-      std::shared_ptr<Variant> v = jit::compile_variant(k, args, s.key, s.dynamic, s.symbolic,
-                                                        "key hash collision, not cached", &source);
-      count_source(k, source);
-      return v;
-    }
-    entry = acc->second;
-  }
-  entry->last_use = 2 * ++jit.cache.clock;
-  if (owner) {
-    uint64_t reason_index = 0;
-    std::string reason;
-    {
-      std::lock_guard<std::mutex> lock(k.mutex);
-      if (lookup.generic) {
-        reason = "generic variant (tiered)";
-        reason_index = k.history.record_generic(reason);
-      } else {
-        reason = k.history.reason(k.params, s.key, hash);
-        reason_index = k.history.record(k.params, s.key, hash, reason);
-      }
-    }
-    PRIMJIT_LOG_DEBUG << "kernel '" << k.name << "': making a variant (" << reason << ")"
-                      << (lookup.tiered ? " in the background" : "");
-    if (lookup.tiered) {
-      make_in_background(place, state, args, s, entry, std::move(promise), reason, reason_index);
-      if (std::shared_ptr<Variant> g =
-              try_generic_variant(state, args, generic_key, lookup.count_hit))
-        return g;
-    } else {
-      make_entry_variant(state, args, s, entry, promise, reason, reason_index,
-                         /*keep_failed=*/false);
-    }
-  } else {
-    place.reset();
-    if (lookup.tiered && finished_variant(*entry) == nullptr) {
-      if (std::shared_ptr<Variant> g =
-              try_generic_variant(state, args, generic_key, lookup.count_hit))
-        return g;
-    }
-  }
-  // (Tiered calls come here when the kernel has no generic variant: they wait, as untiered.)
-  std::shared_ptr<Variant> v = wait_for_variant(jit, hash, entry, lookup);
-  if (v == nullptr) return find_variant(state, args, key, dynamic, retry_in_call(lookup));
-  if (lookup.count_hit) {
-    if (!owner) ++k.hits;
-    k.recent.store(v, state);  // prewarm leaves the hot variants in place
-  }
-  return v;
-}
-
-// kBucketed: the shape hash fast_key makes for a call (checked arguments) of a kernel whose
-// keys are not dynamic; 0 when no dimension is bucketed.
-uint64_t shape_of(const Kernel::State& k, std::span<const Arg> args) {
-  const int64_t bucket = jit::bucket_limit_of(k.options);
-  uint64_t h = 0;
-  bool bucketed = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (!k.params[i].buffer.defined()) continue;
-    const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
-    for (int d = 0; d < t->ndim; ++d) {
-      h = mix_extent(h, t->shape[d]);
-      bucketed = bucketed || jit::is_bucket(jit::bucket_entry(t->shape[d], bucket));
-    }
-  }
-  return bucketed ? h | 1 : 0;
-}
-
-// Whether every tensor of the call (checked arguments) is compact, at byte_offset 0 and 16-byte
-// aligned: the calls promotions serve (a promoted shape's exact variant is made for that
-// layout; strided, offset or unaligned calls of the shape keep taking their bucket's variant,
-// whose layout is symbolic, rather than make a variant per layout).
-bool plain_layout(const Kernel::State& k, std::span<const Arg> args) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (!k.params[i].buffer.defined()) continue;
-    const auto* t = static_cast<const DLTensor*>(args[i].value.v_ptr);
-    if (t->byte_offset != 0 || !is_compact(*t) || (jit::data_address(*t) & 15) != 0) return false;
-  }
-  return true;
-}
-
-// Makes `shape` a promoted shape of the kernel (under its mutex); its index, or -1 where the
-// kernel has its 8 already, fell back to its dynamic variant or would reach its recompile
-// limit. `first_key`: only while the kernel has made no variant and promoted nothing.
-int register_promotion(Kernel::State& k, uint64_t shape, bool first_key) {
-  std::lock_guard<std::mutex> lock(k.mutex);
-  if (int index = k.promotion_of(shape); index >= 0) return index;
-  const int n = k.promoted_count.load(std::memory_order_relaxed);
-  if (first_key && (n != 0 || k.history.distinct_keys() != 0)) return -1;
-  if (n == Kernel::State::kMaxPromotions || k.fell_back.load() ||
-      static_cast<int>(k.history.distinct_keys()) + 1 >= k.options.recompile_limit) {
-    return -1;
-  }
-  k.promoted[n].store(shape, std::memory_order_relaxed);
-  k.promoted_count.store(n + 1, std::memory_order_release);
-  return n;
-}
-
-// The key of the call's exact variant under kBucketed: every extent in place of its bucket.
-KeyBuffer exact_key(const Kernel::State& k, std::span<const Arg> args) {
-  KeyBuffer exact;
-  jit::build_key(k.params, args, /*dynamic=*/false, {}, &exact, INT64_MAX);
-  return exact;
-}
-
-// kBucketed (KernelOptions::promote_after): the call's exact shape (`shape`, as fast_key hashes
-// it) ran promote_after times in a row on its bucket's variant: it gets a variant of its own,
-// with every dimension compiled in, which its later calls run (fast_key's exact key). Compiled
-// here (in the background under JitOptions::tiered; later runs of the count pick it up once it
-// is ready), after the call itself ran. A failure is logged and not tried again; nothing is
-// promoted that would reach the recompile limit.
-[[gnu::noinline, gnu::cold]] void promote(const std::shared_ptr<Kernel::State>& state,
-                                          std::span<const Arg> args, uint64_t shape) {
-  Kernel::State& k = *state;
-  // Not for CUDA kernels: their calls may be recorded into a CUDA graph, where nothing may be
-  // compiled or loaded, after an untouched first call or a prewarm.
-  if (k.cuda) return;
-  int index = -1;
-  try {
-    jit::check_arguments(k, args);
-    jit::check_argument_memory(k.memory, k.name, k.params, args, k.target);
-    if (!plain_layout(k, args)) return;
-    const bool known = k.promotion_of(shape) >= 0;
-    index = register_promotion(k, shape, /*first_key=*/false);
-    if (index < 0) return;
-    if (!known) {
-      PRIMJIT_LOG_INFO << "kernel '" << k.name << "': a shape ran " << k.options.promote_after
-                       << " times in a row on its bucket's variant; making its exact variant";
-    }
-    if (k.promotion_failed.load(std::memory_order_relaxed) >> index & 1) return;
-    KeyBuffer exact = exact_key(k, args);
-    std::shared_ptr<Variant> v = find_variant(state, args, exact, /*dynamic=*/false,
-                                              Lookup{.tiered = k.jit->options.tiered});
-    if (v != nullptr && exact.equals(v->key)) k.recent.store(v, state);
-  } catch (const std::exception& e) {
-    if (index >= 0) k.promotion_failed.fetch_or(uint32_t{1} << index);
-    PRIMJIT_LOG_WARNING << "kernel '" << k.name << "': making the exact variant of a hot shape "
-                        << "failed; its calls keep running the bucket's variant. " << e.what();
-  }
-}
-
-}  // namespace
-
-void jit::promote_shape(const std::shared_ptr<Kernel::State>& state, std::span<const Arg> args) {
-  Kernel::State& k = *state;
-  if (k.options.policy != Policy::kBucketed || k.options.promote_after == 0 ||
-      k.jit->options.tiered || k.fell_back.load()) {
-    return;
-  }
-  jit::check_arguments(k, args);
-  if (const uint64_t shape = shape_of(k, args); shape != 0) promote(state, args, shape);
-}
-
-namespace {
-
-// kBucketed, a call that missed the cached path (not tiered): a promoted shape's call takes its
-// exact variant (waiting for it while another thread compiles it), and the kernel's first call
-// compiles its shape's exact variant, as a promoted shape, rather than its bucket's: a program
-// with one shape compiles once, what kExact would, and the bucket's variant is made when a
-// second shape of it comes. Null when neither applies (the call takes its bucket's variant).
-[[gnu::noinline]] std::shared_ptr<Variant> promoted_variant(
-    const std::shared_ptr<Kernel::State>& state, std::span<const Arg> args) {
-  Kernel::State& k = *state;
-  const uint64_t shape = shape_of(k, args);
-  if (shape == 0 || !plain_layout(k, args)) return nullptr;
-  int index = k.promotion_of(shape);
-  if (index < 0) index = register_promotion(k, shape, /*first_key=*/true);
-  if (index < 0 || (k.promotion_failed.load(std::memory_order_relaxed) >> index & 1)) {
-    return nullptr;
-  }
-  try {
-    return find_variant(state, args, exact_key(k, args), /*dynamic=*/false,
-                        Lookup{.count_hit = true, .check_capture = k.cuda});
-  } catch (...) {
-    k.promotion_failed.fetch_or(uint32_t{1} << index);
-    throw;
-  }
-}
-
 // A call's path once its context (stream, recording) is set; inlined into each kind of call.
 [[gnu::always_inline]] inline PJValue call_path(const std::shared_ptr<Kernel::State>& state,
                                                 std::span<const Arg> args) {
@@ -747,7 +292,7 @@ namespace {
       if (k.recent.try_run(key, args, k.jit->cache.clock, &result)) {
         if (shape != 0 && k.options.promote_after > 0 &&
             k.recent.count_run(shape, static_cast<uint32_t>(k.options.promote_after))) {
-          promote(state, args, shape);
+          jit::promote(state, args, shape);
         }
         return result;
       }
@@ -765,7 +310,7 @@ namespace {
   }
   if (k.options.policy == Policy::kBucketed && k.options.promote_after > 0 && !dynamic &&
       !k.jit->options.tiered) {
-    if (std::shared_ptr<Variant> v = promoted_variant(state, args)) {
+    if (std::shared_ptr<Variant> v = jit::promoted_variant(state, args)) {
       return jit::run_variant(*v, args);
     }
   }

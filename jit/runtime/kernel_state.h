@@ -84,6 +84,9 @@ struct Kernel::State {
   std::atomic<uint64_t> promoted[kMaxPromotions] = {};
   std::atomic<int> promoted_count{0};
   std::atomic<uint32_t> promotion_failed{0};  // bit i: promoted[i]'s compile failed
+  // The first call's shape was promoted or could not be (promotion.h); no shape will be
+  // promoted any more (8 are, or the recompile limit is near).
+  std::atomic<bool> first_shape_settled{false}, promotions_closed{false};
   // The index of `shape` among the promoted shapes, or -1.
   int promotion_of(uint64_t shape) const {
     const int n = promoted_count.load(std::memory_order_acquire);
@@ -131,10 +134,6 @@ namespace jit {
 std::shared_ptr<Variant> variant_for_call(const std::shared_ptr<Kernel::State>& state,
                                           std::span<const Arg> args, const KeyBuffer& key,
                                           bool dynamic);
-
-/// kBucketed (not tiered): promotes the shape of a call with `args` now, as promote_after calls
-/// in a row would (Kernel::benchmark, before its timed calls); nothing under other policies.
-void promote_shape(const std::shared_ptr<Kernel::State>& state, std::span<const Arg> args);
 
 }  // namespace jit
 }  // namespace primjit
